@@ -1,0 +1,238 @@
+"""Typed run configuration: one dataclass, one docstring per field, validated.
+
+Every field maps to a Flower run-config key by replacing ``_`` with ``-``
+(``num_groups`` <-> ``num-groups``); ``pyproject.toml``'s
+``[tool.flwr.app.config]`` lists every key with the same default (a test
+checks they agree). Override on the command line as usual::
+
+    flwr run . --run-config "strategy='bsp' fraction=0.5"
+
+Validation happens before any training starts and names the key, the value
+and how to fix it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
+
+Strategy = Literal["fl-r2sp", "bsp", "asp", "fedasync", "fedbuff"]
+Clock = Literal["virtual", "wall"]
+Dataset = Literal["digits", "cifar10", "kws", "kws-audio"]
+ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "lstm"]
+Partitioner = Literal["paper", "dirichlet", "iid", "speaker"]
+Aggregation = Literal["mean", "weighted"]
+CosineReference = Literal["group", "group-loo", "global-change", "global-step"]
+BspSampling = Literal["first-c", "sample"]
+AspMixing = Literal["average", "fedasync"]
+Staleness = Literal["constant", "polynomial", "hinge"]
+
+
+def _f(default: Any, doc: str) -> Any:
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """All knobs of a run (defaults are the paper's where it states one)."""
+
+    # --- scheme ---------------------------------------------------------------
+    strategy: Strategy = _f("fl-r2sp", "Scheme: fl-r2sp, bsp, asp, fedasync or fedbuff.")
+    clock: Clock = _f("virtual", "virtual (emulated time, deterministic) or wall (real time).")
+    seed: int = _f(0, "Seed of every random choice (partitions, init, delays, SGD).")
+    num_groups: int = _f(4, "M, number of FL-R²SP groups (client i -> group i % M).")
+    group_size: int = _f(0, "Clients per group; if > 0 it overrides num-groups (M = N / size).")
+    fraction: float = _f(0.75, "C: a round aggregates the first ceil(C * active members).")
+    gap_factor: float = _f(1.0, "r: next group may apply r*T/M after the last application.")
+    ema_weight: float = _f(0.1, "Weight of the latest group round time in the EMA of T.")
+    initial_round_time: float = _f(0.0, "T before any group has reported (0 = no gap).")
+    strict_order: bool = _f(True, "Groups apply in fixed order (paper); false = skip if not ready.")
+    aggregation: Aggregation = _f("mean", "Intra-group mean: unweighted (paper) or weighted.")
+    outlier_filter: bool = _f(True, "Blacklist clients whose deltas point away from the group's.")
+    cosine_threshold: float = _f(0.5, "beta: a score below this counts as an outlier round.")
+    outlier_rounds: int = _f(3, "Consecutive low-scored rounds before blacklisting.")
+    cosine_reference: CosineReference = _f("group", "Reference delta for the cosine score.")
+    score_stragglers: bool = _f(False, "Also score straggler updates for the outlier filter.")
+    bsp_sampling: BspSampling = _f("first-c", "BSP: first C*N replies, or sample C*N and wait all.")
+    asp_mixing: AspMixing = _f("average", "ASP mixing: (N'-1)/N' average or FedAsync alpha.")
+    mixing_alpha: float = _f(0.6, "FedAsync mixing weight alpha (before staleness).")
+    staleness: Staleness = _f("constant", "FedAsync/FedBuff staleness function.")
+    staleness_a: float = _f(0.5, "Staleness exponent a (polynomial, hinge).")
+    staleness_b: float = _f(4.0, "Hinge staleness threshold b.")
+    buffer_size: int = _f(10, "FedBuff: K updates per server step.")
+    server_lr: float = _f(1.0, "FedBuff server learning rate on the mean buffered delta.")
+    max_failures: int = _f(3, "Consecutive failed jobs before a client is dropped.")
+    # --- data and model -------------------------------------------------------
+    dataset: Dataset = _f("digits", "digits (embedded), cifar10, kws or kws-audio.")
+    data_dir: str = _f("", "Data directory ('' = $FL_R2SP_DATA or the user cache dir).")
+    download: bool = _f(False, "Allow torchvision to download CIFAR-10 if files are missing.")
+    model: ModelName = _f("auto", "Model; auto = mlp/cnn/lstm by dataset.")
+    num_partitions: int = _f(32, "N, number of clients (must match num-supernodes).")
+    partitioner: Partitioner = _f("paper", "paper (outliers), dirichlet, iid or speaker.")
+    alpha: float = _f(10.0, "Dirichlet concentration of regular clients.")
+    outlier_alpha: float = _f(0.1, "Dirichlet concentration of outlier clients.")
+    outlier_fraction: float = _f(0.25, "Fraction of clients that are outliers, in [0, 1).")
+    samples_per_client: int = _f(0, "Samples per client (0 = equal share of the train set).")
+    max_train_samples: int = _f(0, "Subsample the train pool first (0 = all).")
+    local_iterations: int = _f(20, "tau, local SGD iterations per round (paper: 100).")
+    batch_size: int = _f(32, "Local mini-batch size.")
+    lr: float = _f(0.05, "Local SGD learning rate (paper: 0.01).")
+    momentum: float = _f(0.0, "Local SGD momentum.")
+    weight_decay: float = _f(0.0, "Local SGD weight decay.")
+    augment: bool = _f(False, "CIFAR-10 random crop + flip during local training.")
+    torch_threads: int = _f(1, "torch.set_num_threads in clients (fixed for determinism).")
+    # --- emulation ------------------------------------------------------------
+    network: str = _f("paper-ec2", "Network/device profile: paper-ec2 or lan.")
+    delay: str = _f("lognormal(mu=-2,sigma=1)", "Injected delay before each push.")
+    device: str = _f("profile", "Device speed model ('profile' = the profile's).")
+    dropout: str = _f("none", "Availability model, e.g. bernoulli(p=0.05,down=30).")
+    # --- stopping, evaluation, output -----------------------------------------
+    max_updates: int = _f(40, "Stop after this many global updates (0 = no limit).")
+    time_budget: float = _f(0.0, "Stop after this much (virtual or wall) time (0 = none).")
+    convergence_window: int = _f(0, "Stop when accuracy stagnates this many evals (0 = off).")
+    convergence_tol: float = _f(0.001, "Accuracy gain that counts as progress.")
+    eval_every: int = _f(4, "Central evaluation every E global updates.")
+    run_dir: str = _f("runs", "Directory under which each run writes its folder.")
+    plots: bool = _f(True, "Write PNG plots at the end of the run.")
+    job_timeout: float = _f(600.0, "Wall seconds before an unanswered job counts as failed.")
+
+    # ------------------------------------------------------------------------
+    @classmethod
+    def keys(cls) -> dict[str, Any]:
+        """Run-config keys (kebab-case) with their defaults."""
+        return {f.name.replace("_", "-"): f.default for f in fields(cls)}
+
+    @classmethod
+    def from_run_config(cls, run_config: dict[str, Any], **overrides: Any) -> "RunConfig":
+        """Build and validate from a Flower run config (kebab-case keys).
+
+        Unknown keys raise ``ValueError`` listing the known ones; missing keys
+        take the dataclass default.
+        """
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in run_config.items():
+            name = key.replace("-", "_")
+            if name not in known:
+                raise ValueError(
+                    f"unknown run-config key {key!r}; known keys: "
+                    + ", ".join(sorted(cls.keys()))
+                )
+            kwargs[name] = _coerce(known[name], value)
+        kwargs.update(overrides)
+        cfg = cls(**kwargs)
+        cfg.validate()
+        return cfg
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        """Copy with ``changes`` applied, validated."""
+        cfg = dataclasses.replace(self, **changes)
+        cfg.validate()
+        return cfg
+
+    def to_run_config(self) -> dict[str, Any]:
+        """Kebab-case dict, the inverse of :meth:`from_run_config`."""
+        return {f.name.replace("_", "-"): getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def groups(self) -> int:
+        """Effective M (from ``group_size`` if set, else ``num_groups``)."""
+        if self.group_size > 0:
+            return max(1, self.num_partitions // self.group_size)
+        return self.num_groups
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first invalid key and how to fix it."""
+        for f in fields(self):
+            # ``from __future__ import annotations`` makes f.type the alias name.
+            alias = globals().get(f.type) if isinstance(f.type, str) else f.type
+            choices = get_args(alias)
+            value = getattr(self, f.name)
+            if choices and value not in choices:
+                raise ValueError(
+                    f"{_k(f.name)}={value!r} is not one of {', '.join(map(repr, choices))}"
+                )
+        _check(0.0 < self.fraction <= 1.0, "fraction", self.fraction, "C must lie in (0, 1]")
+        _check(self.num_partitions >= 1, "num-partitions", self.num_partitions, "need >= 1 client")
+        _check(self.groups >= 1, "num-groups", self.groups, "need at least one group")
+        _check(
+            self.groups <= self.num_partitions,
+            "num-groups",
+            self.groups,
+            f"more groups than clients ({self.num_partitions}); lower num-groups",
+        )
+        if self.group_size > 0:
+            _check(
+                self.group_size <= self.num_partitions,
+                "group-size",
+                self.group_size,
+                f"larger than the number of clients ({self.num_partitions})",
+            )
+        _check(self.gap_factor >= 0, "gap-factor", self.gap_factor, "r must be >= 0")
+        _check(0 < self.ema_weight <= 1, "ema-weight", self.ema_weight, "must lie in (0, 1]")
+        _check(self.initial_round_time >= 0, "initial-round-time", self.initial_round_time, ">= 0")
+        _check(-1 <= self.cosine_threshold <= 1, "cosine-threshold", self.cosine_threshold,
+               "a cosine lies in [-1, 1]")
+        _check(self.outlier_rounds >= 1, "outlier-rounds", self.outlier_rounds, "must be >= 1")
+        _check(0 < self.mixing_alpha <= 1, "mixing-alpha", self.mixing_alpha, "must lie in (0, 1]")
+        _check(self.buffer_size >= 1, "buffer-size", self.buffer_size, "must be >= 1")
+        _check(self.server_lr > 0, "server-lr", self.server_lr, "must be > 0")
+        _check(self.max_failures >= 1, "max-failures", self.max_failures, "must be >= 1")
+        _check(self.alpha > 0, "alpha", self.alpha, "Dirichlet alpha must be > 0")
+        _check(self.outlier_alpha > 0, "outlier-alpha", self.outlier_alpha, "must be > 0")
+        _check(0 <= self.outlier_fraction < 1, "outlier-fraction", self.outlier_fraction,
+               "must lie in [0, 1)")
+        _check(self.samples_per_client >= 0, "samples-per-client", self.samples_per_client, ">= 0")
+        _check(self.max_train_samples >= 0, "max-train-samples", self.max_train_samples, ">= 0")
+        _check(self.local_iterations >= 1, "local-iterations", self.local_iterations, ">= 1")
+        _check(self.batch_size >= 1, "batch-size", self.batch_size, ">= 1")
+        _check(self.lr > 0, "lr", self.lr, "learning rate must be > 0")
+        _check(self.momentum >= 0, "momentum", self.momentum, ">= 0")
+        _check(self.weight_decay >= 0, "weight-decay", self.weight_decay, ">= 0")
+        _check(self.torch_threads >= 1, "torch-threads", self.torch_threads, ">= 1")
+        _check(self.max_updates >= 0, "max-updates", self.max_updates, ">= 0 (0 = no limit)")
+        _check(self.time_budget >= 0, "time-budget", self.time_budget, ">= 0 (0 = none)")
+        _check(self.convergence_window >= 0, "convergence-window", self.convergence_window, ">= 0")
+        _check(self.eval_every >= 1, "eval-every", self.eval_every, ">= 1")
+        _check(self.job_timeout > 0, "job-timeout", self.job_timeout, "> 0")
+        _check(
+            self.max_updates > 0 or self.time_budget > 0 or self.convergence_window > 0,
+            "max-updates",
+            self.max_updates,
+            "no stop condition: set max-updates, time-budget or convergence-window",
+        )
+
+
+def _k(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _check(ok: bool, key: str, value: Any, how: str) -> None:
+    if not ok:
+        raise ValueError(f"invalid run config {key}={value!r}: {how}")
+
+
+def _coerce(f: dataclasses.Field, value: Any) -> Any:
+    """Coerce Flower's TOML scalars to the field's type (int -> float etc.)."""
+    default = f.default
+    if isinstance(default, bool):
+        if isinstance(value, str):
+            low = value.lower()
+            if low in ("true", "1", "yes"):
+                return True
+            if low in ("false", "0", "no"):
+                return False
+        if not isinstance(value, bool):
+            raise ValueError(f"{_k(f.name)}={value!r}: expected true or false")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not float(value).is_integer():
+            raise ValueError(f"{_k(f.name)}={value!r}: expected an integer")
+        return int(value)
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{_k(f.name)}={value!r}: expected a number") from None
+    return str(value)
