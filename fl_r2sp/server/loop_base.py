@@ -1,0 +1,212 @@
+"""What both server loops share: executing policy decisions, evaluation, stop rules.
+
+The virtual-time loop (:mod:`fl_r2sp.server.virtual_loop`) and the wall-clock
+loop (:mod:`fl_r2sp.server.wall_loop`) differ only in how time passes and how
+transfers are timed; both hand every decision of the policy to the methods
+here, in the order the policy returned them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fl_r2sp.server.jobs import Job, Reply, validate_weights
+from fl_r2sp.server.transport import Transport
+from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
+from fl_r2sp.telemetry.eventlog import EventLog
+
+log = logging.getLogger("fl_r2sp")
+
+Evaluator = Callable[[np.ndarray], tuple[float, float]]
+
+
+@dataclass
+class StopRule:
+    """When a run ends (any condition that is set ends it).
+
+    Attributes
+    ----------
+    max_updates : int (default: 0 = no limit)
+        Number of global model updates.
+    time_budget : float (default: 0 = none)
+        Run time in seconds of the loop's clock.
+    convergence_window : int (default: 0 = off)
+        Stop when the best accuracy has not improved by more than ``tol`` for
+        this many consecutive evaluations (the paper uses 10).
+    tol : float (default: 0.001)
+        Accuracy gain that counts as progress.
+    """
+
+    max_updates: int = 0
+    time_budget: float = 0.0
+    convergence_window: int = 0
+    tol: float = 0.001
+    _best: float = field(default=-1.0, repr=False)
+    _stale: int = field(default=0, repr=False)
+    converged_at: float | None = field(default=None, repr=False)
+
+    def after_eval(self, accuracy: float, now: float) -> bool:
+        """Feed one evaluation; True when the convergence window is reached."""
+        if accuracy > self._best + self.tol:
+            self._best, self._stale = accuracy, 0
+            self._window_start = now
+            return False
+        self._stale += 1
+        if self.convergence_window and self._stale >= self.convergence_window:
+            # Convergence time = start of the stagnant window (notes §3.4).
+            self.converged_at = getattr(self, "_window_start", now)
+            return True
+        return False
+
+
+class LoopBase:
+    """Decision execution, evaluation and bookkeeping common to both loops.
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheme's decision logic.
+    transport : Transport
+        Where jobs go.
+    model_size : int
+        Number of elements of the flat model (updates of another size are
+        rejected).
+    evaluator : callable or None
+        ``weights -> (loss, accuracy)`` on the central test set.
+    stop : StopRule
+        When to end.
+    eval_every : int (default: 1)
+        Evaluate every E global updates.
+    events : EventLog or None
+        Telemetry sink (a fresh one if None).
+    progress : bool (default: True)
+        Log a line per evaluation.
+    """
+
+    clock_name = "base"
+
+    def __init__(
+        self,
+        policy: Policy,
+        transport: Transport,
+        model_size: int,
+        evaluator: Evaluator | None,
+        stop: StopRule,
+        eval_every: int = 1,
+        events: EventLog | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.policy = policy
+        self.transport = transport
+        self.model_size = model_size
+        self.evaluator = evaluator
+        self.stop = stop
+        self.eval_every = max(1, eval_every)
+        self.events = events if events is not None else EventLog()
+        self.progress = progress
+        self.history: list[dict[str, float]] = []
+        self.stopped: str | None = None
+        self.job_counter: dict[int, int] = {}
+        self._wall0 = time.perf_counter()
+
+    # -- decisions -------------------------------------------------------------
+    def execute(self, now: float, decisions: Sequence[Decision]) -> None:
+        """Carry out ``decisions`` in order at time ``now``."""
+        for d in decisions:
+            if isinstance(d, Send):
+                for cid in d.cids:
+                    self.dispatch(now, cid, d.weights, d.tag)
+            elif isinstance(d, Timer):
+                self.set_timer(max(d.at, now), d.key)
+            elif isinstance(d, ModelUpdated):
+                self.model_updated(now, d)
+            elif isinstance(d, Record):
+                self.events.record(now, d.kind, d.fields)
+            elif isinstance(d, Stop):
+                self.finish(f"policy stopped: {d.reason}")
+
+    def next_job(self, cid: int, weights: np.ndarray, tag: int) -> Job:
+        """A new :class:`Job` for ``cid`` with the next per-client index."""
+        index = self.job_counter.get(cid, 0)
+        self.job_counter[cid] = index + 1
+        return Job(cid=cid, index=index, tag=tag, weights=weights)
+
+    def dispatch(self, now: float, cid: int, weights: np.ndarray, tag: int) -> None:
+        """Start a job for ``cid`` (implemented by each loop)."""
+        raise NotImplementedError
+
+    def set_timer(self, at: float, key: Hashable) -> None:
+        """Arrange ``policy.on_timer(at, key)`` (implemented by each loop)."""
+        raise NotImplementedError
+
+    def finish(self, reason: str) -> None:
+        """End the run (first reason wins)."""
+        if self.stopped is None:
+            self.stopped = reason
+            log.info("stopping: %s", reason)
+
+    # -- replies ---------------------------------------------------------------
+    def check_reply(self, reply: Reply) -> str | None:
+        """Why ``reply`` must not be aggregated (error or bad weights), or None."""
+        if reply.error is not None:
+            return reply.error
+        return validate_weights(reply.weights, self.model_size)
+
+    # -- evaluation and stopping ----------------------------------------------
+    def model_updated(self, now: float, d: ModelUpdated) -> None:
+        """Evaluate every ``eval_every`` versions and apply the stop rules."""
+        final = self.stop.max_updates and d.version >= self.stop.max_updates
+        if d.version % self.eval_every == 0 or final:
+            self.evaluate(now, d.version, d.weights)
+        if final:
+            self.finish(f"reached max-updates={self.stop.max_updates}")
+
+    def evaluate(self, now: float, version: int, weights: np.ndarray) -> None:
+        """Central evaluation of ``weights``; logs progress, checks convergence."""
+        row: dict[str, float] = {"version": version, "time": now}
+        if self.evaluator is not None:
+            loss, acc = self.evaluator(weights)
+            row.update(loss=loss, accuracy=acc)
+        row["wall"] = time.perf_counter() - self._wall0
+        if self.history and self.history[-1]["version"] == version:
+            return
+        self.history.append(row)
+        self.events.record(now, "eval", row)
+        if self.progress:
+            acc_s = f" acc={row['accuracy']:.4f} loss={row['loss']:.4f}" if "accuracy" in row else ""
+            limit = f"/{self.stop.max_updates}" if self.stop.max_updates else ""
+            log.info(
+                "[%s] update %d%s  %s t=%.2fs%s  (wall %.1fs)",
+                self.policy.name, version, limit, self.clock_name, now, acc_s, row["wall"],
+            )
+        if "accuracy" in row and self.stop.after_eval(row["accuracy"], now):
+            self.finish(f"converged: accuracy stagnant for {self.stop.convergence_window} evals")
+
+    def time_exceeded(self, now: float) -> bool:
+        """True (and stops) when the time budget is spent."""
+        if self.stop.time_budget and now > self.stop.time_budget:
+            self.finish(f"time budget {self.stop.time_budget:g}s spent")
+            return True
+        return False
+
+    def summary(self) -> dict[str, Any]:
+        """Figures every run reports (the events add push/pull/round times)."""
+        out: dict[str, Any] = {"stopped": self.stopped, "clock": self.clock_name}
+        out["global_updates"] = self.policy.version
+        if self.history:
+            last = self.history[-1]
+            out.update(final_time=last["time"], final_version=last["version"])
+            if "accuracy" in last:
+                out["final_accuracy"] = last["accuracy"]
+                out["final_loss"] = last["loss"]
+                out["best_accuracy"] = max(h["accuracy"] for h in self.history)
+        out["converged_at"] = self.stop.converged_at
+        out["wall_seconds"] = time.perf_counter() - self._wall0
+        out.update({f"policy_{k}": v for k, v in self.policy.summary().items()})
+        return out
