@@ -1,0 +1,78 @@
+"""Dataset names, their shapes, and the dispatching loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from . import cifar, digits, kws
+from .base import ArrayDataset
+
+Split = Literal["train", "test"]
+
+#: name -> (input shape of one sample, number of classes)
+_INFO: dict[str, tuple[tuple[int, ...], int]] = {
+    "digits": (digits.INPUT_SHAPE, digits.NUM_CLASSES),
+    "cifar10": (cifar.INPUT_SHAPE, cifar.NUM_CLASSES),
+    "kws": (kws.INPUT_SHAPE, kws.NUM_CLASSES),
+    "kws-audio": (kws.INPUT_SHAPE, kws.NUM_CLASSES),
+}
+DATASETS: tuple[str, ...] = tuple(_INFO)
+
+
+def _check_name(name: str) -> None:
+    if name not in _INFO:
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}")
+
+
+def dataset_info(name: str) -> tuple[tuple[int, ...], int]:
+    """``(input_shape, num_classes)`` of dataset ``name``, without loading it.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of :data:`DATASETS`.
+    """
+    _check_name(name)
+    return _INFO[name]
+
+
+def load_dataset(
+    name: str,
+    split: Split,
+    data_dir: str | Path | None = None,
+    download: bool = False,
+) -> ArrayDataset:
+    """Load ``split`` of dataset ``name`` as a model-ready :class:`ArrayDataset`.
+
+    Parameters
+    ----------
+    name : str
+        ``"digits"``, ``"cifar10"``, ``"kws"`` or ``"kws-audio"``.
+    split : {"train", "test"}
+        Which split; every dataset has a fixed central test split.
+    data_dir : str or Path or None, default None
+        Data directory; ``None``/``""`` -> ``$FL_R2SP_DATA`` -> per-user cache
+        (see :func:`~fl_r2sp.datasets.paths.resolve_data_dir`). Unused by digits.
+    download : bool, default False
+        CIFAR-10 only: let torchvision download the data if no local copy exists.
+
+    Raises
+    ------
+    ValueError
+        Unknown name or split, or a corrupt data file.
+    FileNotFoundError
+        Data files missing; the message lists the paths searched.
+    """
+    _check_name(name)
+    if split not in ("train", "test"):
+        raise ValueError(f"unknown split {split!r}; use 'train' or 'test'")
+    if name == "digits":
+        return digits.load_digits_split(split)
+    if name == "cifar10":
+        return cifar.load_cifar10(split, data_dir, download)
+    if name == "kws":
+        return kws.load_kws(split, data_dir)
+    from .kws_audio import load_kws_audio  # deferred: imports torchaudio
+
+    return load_kws_audio(split, data_dir)
