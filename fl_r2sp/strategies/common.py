@@ -1,0 +1,88 @@
+"""Small helpers shared by the policies: argument checks and failure counting."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def client_list(clients: int | Sequence[int]) -> tuple[int, ...]:
+    """Normalise ``clients`` (a count ``N`` -> ids ``0..N-1``, or explicit ids).
+
+    Raises
+    ------
+    ValueError
+        If there are no clients, an id is negative or ids repeat.
+    """
+    ids = tuple(range(clients)) if isinstance(clients, int) else tuple(int(c) for c in clients)
+    if not ids:
+        raise ValueError("a policy needs at least one client; got none")
+    if min(ids) < 0:
+        raise ValueError(f"client ids are partition ids and must be >= 0, got {min(ids)}")
+    if len(set(ids)) != len(ids):
+        raise ValueError("client ids must be unique; got duplicates in " + repr(ids))
+    return ids
+
+
+def check_start_clients(expected: tuple[int, ...], given: Sequence[int]) -> None:
+    """Raise ``ValueError`` unless ``given`` holds the same ids as the policy was built for."""
+    if set(int(c) for c in given) != set(expected):
+        raise ValueError(
+            f"start() got clients {sorted(given)} but the policy was built for "
+            f"{sorted(expected)}; build the policy with the clients of the run"
+        )
+
+
+def as_model(weights: np.ndarray) -> np.ndarray:
+    """Copy ``weights`` into a fresh flat float32 vector (the policy's own copy).
+
+    Raises
+    ------
+    ValueError
+        If ``weights`` is not one-dimensional or holds non-finite values.
+    """
+    arr = np.array(weights, dtype=np.float32, copy=True)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"weights must be a flat vector, got shape {arr.shape}; flatten the model first"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("initial weights contain NaN or infinite values")
+    return arr
+
+
+class FailureCounter:
+    """Counts consecutive failed jobs per client.
+
+    Parameters
+    ----------
+    max_failures : int, default 3
+        A client is re-sent a model after each of its first ``max_failures``
+        consecutive failures and dropped at the next one.
+    """
+
+    def __init__(self, max_failures: int = 3) -> None:
+        if max_failures < 1:
+            raise ValueError(f"max_failures={max_failures} must be >= 1")
+        self.max_failures = int(max_failures)
+        self._count: dict[int, int] = {}
+        self.total = 0
+        self.dropped: set[int] = set()
+
+    def success(self, cid: int) -> None:
+        """A job of ``cid`` succeeded: its consecutive-failure count restarts."""
+        self._count.pop(cid, None)
+
+    def failure(self, cid: int) -> bool:
+        """Count a failure of ``cid``; True iff it must be dropped now."""
+        self.total += 1
+        self._count[cid] = self._count.get(cid, 0) + 1
+        if self._count[cid] > self.max_failures:
+            self.dropped.add(cid)
+            return True
+        return False
+
+    def consecutive(self, cid: int) -> int:
+        """Current number of consecutive failures of ``cid``."""
+        return self._count.get(cid, 0)

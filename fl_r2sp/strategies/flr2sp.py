@@ -1,0 +1,396 @@
+"""FL-R²SP policy: Algorithm 2 of the paper as an event-driven state machine.
+
+Readings of the paper's ambiguities (``../shared/ARCHITECTURE.md`` and notes
+§2.4, ★ defaults), each a constructor argument:
+
+* client ``cid`` belongs to group ``cid % M``; at ``start`` every client gets
+  the initial model (tag = group round 0);
+* a group round collects the first ``ceil(C * active)`` updates tagged with the
+  group's current round (active = not blacklisted, not dropped, so
+  blacklisting never deadlocks a group);
+* the round time is ``t_collect - t_release`` (no turn waiting) and feeds the
+  EMA ``T`` when the group applies (Algorithm 2, line 17);
+* a collected group applies in fixed order G0, G1, ... (``strict_order``; else
+  any collected group, scanning from the turn pointer) and not before
+  ``t_last_apply + r * T / M``; with ``M = 1`` there is nothing to stagger
+  and the gap is 0 (the paper: one group *is* BSP);
+* the global update is ``w <- (M-1)/M * w + 1/M * group_mean``; the group's
+  collected clients and held stragglers get the new model, tagged with the
+  next group round;
+* a straggler (older tag, or arriving while the group waits for its turn) is
+  not aggregated: it gets the group's newest model at once, or is held and
+  released with the others if the group has collected but not yet applied;
+* collected deltas are scored by cosine against the reference delta
+  (:mod:`fl_r2sp.strategies.scoring`) after the application; a client is
+  excluded from the round *after* its ``rounds``-th consecutive low score.
+
+Records emitted (``Record.kind``: fields, every row has ``t``):
+``client_update`` (cid, group, tag, round, straggler, action, loss,
+num_examples) on every arrival; ``client_score`` (cid, group, round, cosine,
+streak, straggler) when scored; ``group_collect`` (group, round, t_release,
+t_collect, round_time, collected, need); ``group_apply`` (group, round,
+version, t_apply, t_collect, turn_wait, T, gap); ``blacklist`` (cid, group,
+known_outlier); ``client_failure`` (cid, group, tag, reason, consecutive,
+dropped); ``ignored`` (cid, what, why).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fl_r2sp.strategies.aggregation import AggregationKind, aggregate, coefficients, mix
+from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
+from fl_r2sp.strategies.base import Update
+from fl_r2sp.strategies.common import FailureCounter, as_model, check_start_clients, client_list
+from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
+from fl_r2sp.strategies.outliers import OutlierFilter, cosine
+from fl_r2sp.strategies.scoring import (
+    REFERENCE_KINDS,
+    CosineReferenceKind,
+    client_references,
+    group_reference,
+)
+
+
+class FLR2SPPolicy(Policy):
+    """FL-R²SP decision logic (see the module docstring for the semantics).
+
+    Parameters
+    ----------
+    clients : int or sequence of int
+        Partition ids (or their count ``N`` for ids ``0..N-1``).
+    num_groups : int, default 4
+        M; client ``cid`` is in group ``cid % M``.
+    fraction : float, default 0.75
+        C in (0, 1]: a round aggregates the first ``ceil(C * active)`` updates.
+    gap_factor : float, default 1.0
+        r >= 0: consecutive applications are at least ``r * T / M`` apart.
+    ema_weight : float, default 0.1
+        Weight of the latest round time in the EMA ``T``.
+    initial_round_time : float, default 0.0
+        ``T`` before the first measurement (0: no gap until then, then the
+        first measurement is taken as is).
+    strict_order : bool, default True
+        Fixed group order (paper); False lets any collected group apply.
+    aggregation : {"mean", "weighted"}, default "mean"
+        Intra-group mean: unweighted (paper) or by ``num_examples``.
+    outlier_filter : bool, default True
+        Blacklist clients (scores are computed and logged either way).
+    cosine_threshold : float, default 0.5
+        β of the outlier filter.
+    outlier_rounds : int, default 3
+        Consecutive low scores that blacklist a client.
+    known_outliers : frozenset of int, default empty
+        Ground truth for blacklist precision/recall.
+    cosine_reference : str, default "group"
+        Reference delta (:mod:`fl_r2sp.strategies.scoring`).
+    score_stragglers : bool, default False
+        Also score stragglers: their delta from the model they started from
+        against their group's latest reference delta.
+    max_failures : int, default 3
+        Consecutive failed jobs re-sent before the client is dropped.
+    """
+
+    name = "fl-r2sp"
+
+    def __init__(
+        self,
+        clients: int | Sequence[int],
+        num_groups: int = 4,
+        fraction: float = 0.75,
+        gap_factor: float = 1.0,
+        ema_weight: float = 0.1,
+        initial_round_time: float = 0.0,
+        strict_order: bool = True,
+        aggregation: AggregationKind = "mean",
+        outlier_filter: bool = True,
+        cosine_threshold: float = 0.5,
+        outlier_rounds: int = 3,
+        known_outliers: frozenset[int] = frozenset(),
+        cosine_reference: CosineReferenceKind = "group",
+        score_stragglers: bool = False,
+        max_failures: int = 3,
+    ) -> None:
+        self._clients = client_list(clients)
+        _check_args(len(self._clients), num_groups, fraction, gap_factor, aggregation,
+                    cosine_reference)
+        self.num_groups = int(num_groups)
+        self.fraction = float(fraction)
+        self.gap_factor = float(gap_factor)
+        self.strict_order = bool(strict_order)
+        self.aggregation: AggregationKind = aggregation
+        self.cosine_reference: CosineReferenceKind = cosine_reference
+        self.score_stragglers = bool(score_stragglers)
+        self.filter = OutlierFilter(cosine_threshold, outlier_rounds, known_outliers,
+                                    enabled=outlier_filter)
+        self.failures = FailureCounter(max_failures)
+        self.ema = RoundTimeEMA(ema_weight, initial_round_time)
+        self._groups: list[GroupState] = []
+        self._w = np.zeros(0, dtype=np.float32)
+        self._version = 0
+        self._turn = 0
+        self._last_apply = -math.inf
+        self._timer_key: Hashable | None = None
+        self._inflight: dict[int, tuple[int, np.ndarray]] = {}
+        self._stopped = False
+        self.num_stragglers = 0
+
+    # ------------------------------------------------------------------ API
+    @property
+    def weights(self) -> np.ndarray:
+        return self._w
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def group_of(self, cid: int) -> int:
+        """Group id of client ``cid`` (``cid % M``)."""
+        return cid % self.num_groups
+
+    def start(self, now: float, weights: np.ndarray, clients: Sequence[int]) -> list[Decision]:
+        check_start_clients(self._clients, clients)
+        self._w = as_model(weights)
+        self._groups = [
+            GroupState(g, tuple(c for c in self._clients if c % self.num_groups == g),
+                       start=self._w, t_release=float(now))
+            for g in range(self.num_groups)
+        ]
+        out: list[Decision] = []
+        for group in self._groups:
+            out += self._send(group, self._initial_targets(group))
+        return out + self._advance(now)
+
+    def on_update(self, now: float, update: Update) -> list[Decision]:
+        cid = self._known(update.cid)
+        job = self._inflight.pop(cid, None)
+        if job is None or not self._is_active(cid):
+            return [_ignored(now, cid, "update", "no job in flight or client inactive")]
+        self.failures.success(cid)
+        group = self._groups[self.group_of(cid)]
+        if update.tag > group.round:
+            raise ValueError(
+                f"update of client {cid} has tag {update.tag} but group {group.gid} is only "
+                f"at round {group.round}: tags must echo the Send.tag of the job"
+            )
+        if update.tag < group.round or group.ready:
+            return self._straggler(now, group, update, job[1]) + self._advance(now)
+        group.collected.append(update)
+        out: list[Decision] = [self._arrival(now, group, update, False, "collected")]
+        return out + self._check_collect(now, group) + self._advance(now)
+
+    def on_failure(self, now: float, cid: int, tag: int, reason: str) -> list[Decision]:
+        cid = self._known(cid)
+        if self._inflight.pop(cid, None) is None or not self._is_active(cid):
+            return [_ignored(now, cid, "failure", "no job in flight or client inactive")]
+        group = self._groups[self.group_of(cid)]
+        dropped = self.failures.failure(cid)
+        out: list[Decision] = [Record("client_failure", {
+            "t": now, "cid": cid, "group": group.gid, "tag": tag, "reason": reason,
+            "consecutive": self.failures.consecutive(cid), "dropped": dropped})]
+        if dropped:
+            out += self._check_collect(now, group)
+        elif group.ready:
+            group.held.append(cid)
+        else:
+            out += self._send(group, [cid])
+        return out + self._advance(now)
+
+    def on_timer(self, now: float, key: Hashable) -> list[Decision]:
+        if key != self._timer_key:
+            return []  # stale: the application it waited for already happened
+        self._timer_key = None
+        return self._advance(now)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "policy": self.name,
+            "version": self._version,
+            "num_groups": self.num_groups,
+            "group_rounds": [g.round for g in self._groups],
+            "round_time_estimate": self.ema.value,
+            "gap": self._gap(),
+            "num_stragglers": self.num_stragglers,
+            "num_failures": self.failures.total,
+            "dropped": sorted(self.failures.dropped),
+            **self.filter.summary(),
+        }
+
+    # ------------------------------------------------------- hooks (BSP)
+    def _initial_targets(self, group: GroupState) -> list[int]:
+        """Clients that get the initial model (default: every member)."""
+        return list(group.members)
+
+    def _need(self, group: GroupState) -> int:
+        """Updates that complete a round (default: ``ceil(C * active)``)."""
+        return fraction_need(self.fraction, self._num_active(group))
+
+    def _release_targets(self, group: GroupState, finished: list[int]) -> list[int]:
+        """Who gets the new round's model (default: collected + held clients)."""
+        return finished
+
+    # ------------------------------------------------------------ helpers
+    def _known(self, cid: int) -> int:
+        cid = int(cid)
+        if not self._groups:
+            raise ValueError("event before start(): call start() first")
+        if cid not in self._clients:
+            raise ValueError(f"client {cid} is not one of this run's clients")
+        return cid
+
+    def _is_active(self, cid: int) -> bool:
+        return cid not in self.filter.blacklisted and cid not in self.failures.dropped
+
+    def _num_active(self, group: GroupState) -> int:
+        return sum(1 for c in group.members if self._is_active(c))
+
+    def _gap(self) -> float:
+        if self.num_groups == 1:
+            return 0.0
+        return self.gap_factor * self.ema.value / self.num_groups
+
+    def _send(self, group: GroupState, cids: Sequence[int]) -> list[Decision]:
+        targets = tuple(sorted(c for c in set(cids) if self._is_active(c)))
+        for cid in targets:
+            self._inflight[cid] = (group.round, group.start)
+        return [Send(targets, group.start, group.round)] if targets else []
+
+    def _arrival(self, now: float, group: GroupState, update: Update, straggler: bool,
+                 action: str) -> Record:
+        return Record("client_update", {
+            "t": now, "cid": update.cid, "group": group.gid, "tag": update.tag,
+            "round": group.round, "straggler": straggler, "action": action,
+            "loss": update.loss, "num_examples": update.num_examples})
+
+    def _straggler(self, now: float, group: GroupState, update: Update,
+                   sent: np.ndarray) -> list[Decision]:
+        self.num_stragglers += 1
+        out: list[Decision] = []
+        if self.score_stragglers and group.last_reference is not None:
+            delta = np.asarray(update.weights, np.float64) - np.asarray(sent, np.float64)
+            out += self._observe(now, group, update.cid, cosine(delta, group.last_reference),
+                                 straggler=True)
+        if not self._is_active(update.cid):
+            action = "blacklisted"
+            out += self._check_collect(now, group)  # active shrank: threshold may be met
+        elif group.ready:
+            action = "held"
+            group.held.append(update.cid)
+        else:
+            action = "replied"
+            out += self._send(group, [update.cid])
+        return [self._arrival(now, group, update, True, action)] + out
+
+    def _check_collect(self, now: float, group: GroupState) -> list[Decision]:
+        need = self._need(group)
+        if group.ready or not group.collected or len(group.collected) < need:
+            return []
+        group.ready = True
+        group.t_collect = float(now)
+        group.round_time = float(now) - group.t_release
+        group.intra = aggregate(group.collected, self.aggregation)
+        return [Record("group_collect", {
+            "t": now, "group": group.gid, "round": group.round, "t_release": group.t_release,
+            "t_collect": now, "round_time": group.round_time,
+            "collected": [u.cid for u in group.collected], "need": need})]
+
+    def _advance(self, now: float) -> list[Decision]:
+        """Apply every group allowed to apply at ``now``; else ask for a timer."""
+        out: list[Decision] = []
+        while not self._stopped:
+            if all(self._num_active(g) == 0 for g in self._groups):
+                self._stopped = True
+                out.append(Stop("no group has an active (non-blacklisted, non-dropped) client"))
+                break
+            group = self._candidate()
+            if group is None:
+                break
+            earliest = self._last_apply + self._gap()
+            if now < earliest:
+                key = ("fl-r2sp-turn", self._version)
+                if self._timer_key != key:
+                    self._timer_key = key
+                    out.append(Timer(earliest, key))
+                break
+            out += self._apply(now, group)
+        return out
+
+    def _candidate(self) -> GroupState | None:
+        """The group that may apply next, if it has collected enough."""
+        m = self.num_groups
+        if not self.strict_order:
+            ring = (self._groups[(self._turn + k) % m] for k in range(m))
+            return next((g for g in ring if g.ready), None)
+        for _ in range(m):  # skip groups left without active members (never deadlock)
+            group = self._groups[self._turn]
+            if group.ready or self._num_active(group) > 0:
+                return group if group.ready else None
+            self._turn = (self._turn + 1) % m
+        return None
+
+    def _apply(self, now: float, group: GroupState) -> list[Decision]:
+        assert group.intra is not None  # set by _check_collect
+        w_before, gap = self._w, self._gap()
+        self._w = mix(w_before, group.intra, 1.0 / self.num_groups)
+        self._version += 1
+        self.ema.update(group.round_time)
+        self._last_apply = float(now)
+        self._turn = (group.gid + 1) % self.num_groups
+        out: list[Decision] = [ModelUpdated(self._version, self._w), Record("group_apply", {
+            "t": now, "group": group.gid, "round": group.round, "version": self._version,
+            "t_apply": now, "t_collect": group.t_collect, "turn_wait": now - group.t_collect,
+            "T": self.ema.value, "gap": gap})]
+        out += self._score(now, group, w_before)
+        finished = [u.cid for u in group.collected] + group.held
+        group.next_round(now, self._w)
+        return out + self._send(group, self._release_targets(group, finished))
+
+    def _score(self, now: float, group: GroupState, w_before: np.ndarray) -> list[Decision]:
+        assert group.intra is not None
+        ref = group_reference(self.cosine_reference, group.start, group.intra, self._w, w_before)
+        group.last_reference = ref
+        vectors = [u.weights for u in group.collected]
+        coefs = coefficients(group.collected, self.aggregation)
+        refs = client_references(self.cosine_reference, vectors, coefs, group.start, ref)
+        start = np.asarray(group.start, dtype=np.float64)
+        out: list[Decision] = []
+        for update, reference in zip(group.collected, refs):
+            delta = np.asarray(update.weights, dtype=np.float64) - start
+            out += self._observe(now, group, update.cid, cosine(delta, reference), False)
+        return out
+
+    def _observe(self, now: float, group: GroupState, cid: int, score: float,
+                 straggler: bool) -> list[Decision]:
+        banned = self.filter.observe(cid, score, now)
+        out: list[Decision] = [Record("client_score", {
+            "t": now, "cid": cid, "group": group.gid, "round": group.round, "cosine": score,
+            "streak": self.filter.streak(cid), "straggler": straggler})]
+        if banned:
+            out.append(Record("blacklist", {
+                "t": now, "cid": cid, "group": group.gid,
+                "known_outlier": cid in self.filter.known_outliers}))
+        return out
+
+
+def _ignored(now: float, cid: int, what: str, why: str) -> Record:
+    return Record("ignored", {"t": now, "cid": cid, "what": what, "why": why})
+
+
+def _check_args(n: int, m: int, fraction: float, gap: float, aggregation: str,
+                reference: str) -> None:
+    if not 1 <= m <= n:
+        raise ValueError(f"num_groups={m} must lie in [1, number of clients = {n}]")
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction={fraction}: C must lie in (0, 1]")
+    if gap < 0:
+        raise ValueError(f"gap_factor={gap}: r must be >= 0")
+    if aggregation not in ("mean", "weighted"):
+        raise ValueError(f"aggregation={aggregation!r} is not one of 'mean', 'weighted'")
+    if reference not in REFERENCE_KINDS:
+        raise ValueError(
+            f"cosine_reference={reference!r} is not one of {', '.join(REFERENCE_KINDS)}"
+        )

@@ -1,0 +1,119 @@
+"""Cosine-similarity outlier filter of FL-R²SP (paper §IV-B2).
+
+A client whose update delta points away from the reference delta (by default
+its group's aggregate delta) scores a low cosine similarity. Scoring below
+``threshold`` (β = 0.5) in ``rounds`` (3) *consecutive scored rounds*
+blacklists it: it gets no more training jobs. Any score >= β resets its
+streak; rounds in which a client is not scored leave the streak unchanged.
+Precision and recall of the blacklist are measured against the partition's
+known outlier ids.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def cosine(delta: np.ndarray, reference: np.ndarray) -> float:
+    """Cosine similarity of two flat vectors (float64 arithmetic).
+
+    Returns 0.0 when either vector has norm 0: a client that did not move (or
+    a group that did not move) carries no evidence either way, and 0 < β keeps
+    it from resetting a streak by accident.
+    """
+    a = np.asarray(delta, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"cosine of shapes {a.shape} and {b.shape}: sizes must match")
+    na = float(np.linalg.norm(a))
+    nb = float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+class OutlierFilter:
+    """Blacklist clients with ``rounds`` consecutive cosine scores below ``threshold``.
+
+    Parameters
+    ----------
+    threshold : float, default 0.5
+        β: a score strictly below it is a low (outlier-like) round.
+    rounds : int, default 3
+        Consecutive low scored rounds that blacklist a client.
+    known_outliers : frozenset of int, default empty
+        Ground-truth outlier ids, only used for :meth:`precision` / :meth:`recall`.
+    enabled : bool, default True
+        When False, scores are still tracked (for logs) but nobody is blacklisted.
+    """
+
+    def __init__(
+        self,
+        threshold: float = 0.5,
+        rounds: int = 3,
+        known_outliers: frozenset[int] = frozenset(),
+        enabled: bool = True,
+    ) -> None:
+        if not -1.0 <= threshold <= 1.0:
+            raise ValueError(f"cosine threshold {threshold} must lie in [-1, 1]")
+        if rounds < 1:
+            raise ValueError(f"outlier rounds {rounds} must be >= 1")
+        self.threshold = float(threshold)
+        self.rounds = int(rounds)
+        self.known_outliers = frozenset(int(c) for c in known_outliers)
+        self.enabled = bool(enabled)
+        self.blacklisted: set[int] = set()
+        #: Time at which each blacklisted client was blacklisted.
+        self.blacklist_times: dict[int, float] = {}
+        self._streak: dict[int, int] = {}
+        self.num_scores = 0
+
+    def streak(self, cid: int) -> int:
+        """Current number of consecutive low scores of ``cid``."""
+        return self._streak.get(cid, 0)
+
+    def observe(self, cid: int, score: float, now: float) -> bool:
+        """Record one scored round of ``cid``; True iff it becomes blacklisted now."""
+        if cid in self.blacklisted:
+            return False
+        self.num_scores += 1
+        if score >= self.threshold:
+            self._streak[cid] = 0
+            return False
+        self._streak[cid] = self._streak.get(cid, 0) + 1
+        if self.enabled and self._streak[cid] >= self.rounds:
+            self.blacklisted.add(cid)
+            self.blacklist_times[cid] = float(now)
+            return True
+        return False
+
+    def precision(self) -> float:
+        """Fraction of blacklisted clients that are known outliers (NaN if none)."""
+        if not self.blacklisted:
+            return math.nan
+        return len(self.blacklisted & self.known_outliers) / len(self.blacklisted)
+
+    def recall(self) -> float:
+        """Fraction of known outliers that are blacklisted (NaN if none known)."""
+        if not self.known_outliers:
+            return math.nan
+        return len(self.blacklisted & self.known_outliers) / len(self.known_outliers)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-friendly figures (NaN precision/recall become ``None``)."""
+
+        def _num(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {
+            "outlier_filter": self.enabled,
+            "blacklisted": sorted(self.blacklisted),
+            "num_blacklisted": len(self.blacklisted),
+            "known_outliers": sorted(self.known_outliers),
+            "blacklist_precision": _num(self.precision()),
+            "blacklist_recall": _num(self.recall()),
+            "num_scores": self.num_scores,
+        }
