@@ -1,0 +1,99 @@
+"""The project's Flower ClientApp.
+
+* ``query``: answers the node's ``partition-id`` (node ids are random; the
+  server addresses clients by partition id).
+* ``train``: local SGD for ``local-iterations`` steps on the node's partition,
+  from the received arrays; replies with the new arrays and metrics
+  ``num-examples``, ``train-loss``, ``compute-s`` (modelled compute time used
+  by the virtual clock), ``delay-s`` (injected delay; slept for real in
+  wall-clock mode), ``partition-id``, ``job`` and ``tag``. It also serves
+  Flower's stock ``FedAvg`` (job index = ``server-round``).
+* ``evaluate``: loss/accuracy of the received arrays on the local partition.
+
+Any exception becomes a Flower error reply (the server frees the node); the
+run goes on.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+
+from fl_r2sp.clients.runtime import data_for, runtime_for
+from fl_r2sp.config import RunConfig
+from fl_r2sp.models.weights import arrays_to_state, flatten, unflatten
+from fl_r2sp.server.jobs import Job
+from fl_r2sp.training import evaluate
+
+app = ClientApp()
+
+
+@lru_cache(maxsize=8)
+def _config(items: tuple[tuple[str, object], ...]) -> RunConfig:
+    return RunConfig.from_run_config(dict(items))
+
+
+def config_of(context: Context) -> RunConfig:
+    """The validated run config of this run (memoised per process)."""
+    return _config(tuple(sorted(context.run_config.items())))
+
+
+def partition_of(context: Context) -> int:
+    """This node's partition id (from ``--node-config`` or the simulation)."""
+    if "partition-id" not in context.node_config:
+        raise ValueError(
+            "node-config has no partition-id: start the SuperNode with "
+            '--node-config "partition-id=<i> num-partitions=<N>"'
+        )
+    return int(context.node_config["partition-id"])
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    """Report the partition id (and how many partitions the node was told of)."""
+    cfg = ConfigRecord({
+        "partition-id": partition_of(context),
+        "num-partitions": int(context.node_config.get("num-partitions", 0)),
+    })
+    return Message(RecordDict({"config": cfg}), reply_to=msg)
+
+
+@app.train()
+def train(msg: Message, context: Context) -> Message:
+    """Run one local-training job and reply with the new arrays and timings."""
+    cfg = config_of(context)
+    pid = partition_of(context)
+    conf = msg.content["config"] if "config" in msg.content else ConfigRecord()
+    index = int(conf.get("job", conf.get("server-round", 0)))
+    tag = int(conf.get("tag", index))
+    arrays = msg.content["arrays"].to_numpy_ndarrays()
+    job = Job(cid=pid, index=index, tag=tag, weights=flatten(arrays))
+    reply = runtime_for(cfg).run(job, sleep_delay=cfg.clock == "wall")
+    assert reply.weights is not None
+    metrics = MetricRecord({
+        "num-examples": reply.num_examples,
+        "train-loss": float(reply.loss),
+        "compute-s": float(reply.compute_s),
+        "delay-s": float(reply.delay_s),
+        "partition-id": pid,
+        "job": index,
+        "tag": tag,
+    })
+    out = ArrayRecord(unflatten(reply.weights, arrays))
+    return Message(RecordDict({"arrays": out, "metrics": metrics}), reply_to=msg)
+
+
+@app.evaluate()
+def evaluate_local(msg: Message, context: Context) -> Message:
+    """Evaluate the received arrays on this node's partition."""
+    cfg = config_of(context)
+    runtime = runtime_for(cfg)
+    arrays = msg.content["arrays"].to_numpy_ndarrays()
+    arrays_to_state(runtime.model, unflatten(flatten(arrays), runtime.template))
+    data = data_for(cfg).client(partition_of(context))
+    res = evaluate(runtime.model, data.x, data.y)
+    metrics = MetricRecord({"num-examples": res.num_examples, "eval-loss": float(res.loss),
+                            "eval-acc": float(res.accuracy)})
+    return Message(RecordDict({"metrics": metrics}), reply_to=msg)

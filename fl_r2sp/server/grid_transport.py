@@ -1,0 +1,161 @@
+"""The Flower Grid as a transport: push/pull messages, one in flight per node.
+
+Node ids are random per run, so clients are addressed by the ``partition-id``
+each node reports once, in answer to a ``query`` message sent at start
+(simulation sets it; deployments pass ``--node-config "partition-id=i
+num-partitions=N"`` to each SuperNode).
+
+Message protocol (the project's ClientApp speaks it, and it is what Flower's
+own ``FedAvg`` sends, so the same ClientApp serves both):
+
+* train request: ``RecordDict({"arrays": ArrayRecord, "config": ConfigRecord})``
+  with config keys ``job`` (per-client job index), ``tag`` and ``cid``;
+* train reply: ``"arrays"`` and ``"metrics"`` (``num-examples``,
+  ``train-loss``, ``compute-s``, ``delay-s``, ``partition-id``, ``job``, ``tag``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
+from flwr.serverapp import Grid
+
+from fl_r2sp.models.weights import flatten, unflatten
+from fl_r2sp.server.jobs import Job, Reply
+
+log = logging.getLogger("fl_r2sp")
+
+#: Seconds between two pulls while waiting (pulls are cheap: ~0.06 ms).
+PULL_INTERVAL = 0.005
+
+
+def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0) -> dict[int, int]:
+    """Ask every node for its ``partition-id``; return {partition id: node id}.
+
+    Waits up to ``timeout`` s for ``expected`` nodes to connect (deployments
+    start SuperNodes one by one). Nodes that do not answer are left out.
+    """
+    deadline = time.monotonic() + timeout
+    nodes = list(grid.get_node_ids())
+    while expected and len(nodes) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+        nodes = list(grid.get_node_ids())
+    msgs = [Message(RecordDict({"config": ConfigRecord({"ask": "partition-id"})}), n, MessageType.QUERY)
+            for n in nodes]
+    ids = list(grid.push_messages(msgs))
+    found: dict[int, int] = {}
+    pending = set(ids)
+    while pending and time.monotonic() < deadline:
+        for reply in grid.pull_messages(list(pending)):
+            pending.discard(reply.metadata.reply_to_message_id)
+            if reply.has_error():
+                log.warning("node %d failed the partition query: %s",
+                            reply.metadata.src_node_id, reply.error.reason)
+                continue
+            pid = int(reply.content["config"]["partition-id"])
+            if pid in found:
+                raise ValueError(f"two nodes report partition-id={pid}: give each SuperNode its own")
+            found[pid] = reply.metadata.src_node_id
+        time.sleep(PULL_INTERVAL)
+    return found
+
+
+def mismatch(arrays: Sequence[np.ndarray], template: Sequence[np.ndarray]) -> str | None:
+    """Why ``arrays`` do not fit the model ``template`` (count/shape/dtype), or None."""
+    if len(arrays) != len(template):
+        return f"{len(arrays)} arrays, expected {len(template)}"
+    for i, (a, t) in enumerate(zip(arrays, template)):
+        if a.shape != t.shape:
+            return f"array {i} has shape {a.shape}, expected {t.shape}"
+        if a.dtype != t.dtype:
+            return f"array {i} has dtype {a.dtype}, expected {t.dtype}"
+    return None
+
+
+class GridTransport:
+    """Send jobs through a Flower ``Grid`` and collect replies.
+
+    Parameters
+    ----------
+    grid : Grid
+        The ServerApp's grid.
+    template : Sequence[np.ndarray]
+        The model's arrays (shapes/dtypes/order of the ArrayRecord to send).
+    partitions : dict[int, int]
+        {partition id: node id}, e.g. from :func:`discover_partitions`.
+    ttl : float (default: 3600)
+        Time-to-live of each message in seconds.
+    """
+
+    def __init__(self, grid: Grid, template: Sequence[np.ndarray], partitions: dict[int, int],
+                 ttl: float = 3600.0) -> None:
+        self.grid = grid
+        self.template = [np.asarray(a) for a in template]
+        self.node_of = dict(partitions)
+        self.ttl = ttl
+        self.inflight: dict[str, Job] = {}
+        self._by_cid: dict[int, str] = {}
+
+    def clients(self) -> list[int]:
+        """Partition ids of the discovered nodes, sorted."""
+        return sorted(self.node_of)
+
+    def submit(self, job: Job) -> None:
+        """Push a train message to the job's node."""
+        if job.cid in self._by_cid:
+            raise RuntimeError(f"client {job.cid} already has a message in flight")
+        arrays = ArrayRecord(unflatten(job.weights, self.template))
+        config = ConfigRecord({"job": job.index, "tag": job.tag, "cid": job.cid})
+        msg = Message(RecordDict({"arrays": arrays, "config": config}), self.node_of[job.cid],
+                      MessageType.TRAIN, ttl=self.ttl)
+        (mid,) = list(self.grid.push_messages([msg]))
+        self.inflight[mid] = job
+        self._by_cid[job.cid] = mid
+
+    def poll(self, timeout: float) -> list[Reply]:
+        """Pull replies; wait up to ``timeout`` s for at least one."""
+        deadline = time.monotonic() + timeout
+        while self.inflight:
+            got = [self._convert(m) for m in self.grid.pull_messages(list(self.inflight))]
+            got = [r for r in got if r is not None]
+            if got or time.monotonic() >= deadline:
+                return got
+            time.sleep(PULL_INTERVAL)
+        return []
+
+    def _convert(self, msg: Message) -> Reply | None:
+        job = self.inflight.pop(msg.metadata.reply_to_message_id, None)
+        if job is None:
+            return None
+        self._by_cid.pop(job.cid, None)
+        if msg.has_error():
+            return Reply(job.cid, job.index, job.tag, None, error=f"client error: {msg.error.reason}")
+        try:
+            metrics = msg.content["metrics"]
+            arrays = msg.content["arrays"].to_numpy_ndarrays()
+            problem = mismatch(arrays, self.template)
+            if problem is not None:
+                return Reply(job.cid, job.index, job.tag, None, error=f"rejected update: {problem}")
+            weights = flatten(arrays)
+            return Reply(job.cid, job.index, job.tag, weights,
+                         num_examples=int(metrics["num-examples"]),
+                         loss=float(metrics.get("train-loss", float("nan"))),
+                         compute_s=float(metrics.get("compute-s", 0.0)),
+                         delay_s=float(metrics.get("delay-s", 0.0)))
+        except (KeyError, TypeError, ValueError) as exc:  # malformed reply: reject, don't crash
+            return Reply(job.cid, job.index, job.tag, None, error=f"malformed reply: {exc!r}")
+
+    def forget(self, cid: int) -> None:
+        """Stop waiting for ``cid``'s message (timed out)."""
+        mid = self._by_cid.pop(cid, None)
+        if mid is not None:
+            self.inflight.pop(mid, None)
+
+    def close(self) -> None:
+        """Forget everything in flight (Flower discards late replies by TTL)."""
+        self.inflight.clear()
+        self._by_cid.clear()

@@ -1,0 +1,197 @@
+"""Wire a run together: policy + transport + clock + network + telemetry.
+
+``run(cfg)`` is the one entry point used by the Flower strategies (over the
+Grid transport), the experiment scripts and the tests (over the in-process
+transport)::
+
+    from fl_r2sp.config import RunConfig
+    from fl_r2sp.server.runner import run
+    out = run(RunConfig(strategy="bsp", max_updates=10))
+    print(out.summary["final_accuracy"], out.run_dir)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fl_r2sp.config import RunConfig
+from fl_r2sp.emulation.availability import make_availability
+from fl_r2sp.emulation.network import Network, star_network
+from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
+from fl_r2sp.server.transport import InProcessTransport, Transport
+from fl_r2sp.server.virtual_loop import VirtualLoop
+from fl_r2sp.server.wall_loop import WallLoop
+from fl_r2sp.strategies.factory import make_policy
+from fl_r2sp.telemetry.eventlog import EventLog
+
+log = logging.getLogger("fl_r2sp")
+
+#: Sampling interval of the server-link traces (the paper's nethogs: 100 ms).
+TRACE_INTERVAL = 0.1
+
+
+@dataclass
+class RunOutput:
+    """What a finished run leaves behind.
+
+    Attributes
+    ----------
+    weights : np.ndarray
+        Final global model (flat float32).
+    history : list of dict
+        Central evaluations: version, time, loss, accuracy, wall.
+    summary : dict
+        Headline figures (final accuracy, avg push/pull/round, outliers ...).
+    events : EventLog
+        Job rows and policy records.
+    traces : dict
+        Server link traces: name -> (interval start times, bytes).
+    run_dir : Path or None
+        Where the files were written (None if not written).
+    """
+
+    weights: np.ndarray
+    history: list[dict[str, float]]
+    summary: dict[str, Any]
+    events: EventLog
+    traces: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    run_dir: Path | None = None
+
+
+def run(
+    cfg: RunConfig,
+    transport: Transport | None = None,
+    initial: np.ndarray | None = None,
+    evaluator: Evaluator | None = None,
+    write: bool = True,
+    progress: bool = True,
+    run_name: str | None = None,
+) -> RunOutput:
+    """Run one configuration to its stop condition.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The validated configuration.
+    transport : Transport or None (default: None)
+        Where jobs run; None = in this process with :class:`ClientRuntime`.
+    initial : np.ndarray or None (default: None)
+        Initial flat weights; None = the model's seeded initialisation.
+    evaluator : callable or None (default: None)
+        ``weights -> (loss, accuracy)``; None = central test-set evaluation.
+    write : bool (default: True)
+        Write the run directory under ``cfg.run_dir``.
+    progress : bool (default: True)
+        Log a line per evaluation and a summary at the end.
+    run_name : str or None (default: None)
+        Folder name (default: strategy-dataset-seed-timestamp).
+    """
+    from fl_r2sp.clients.runtime import CentralEvaluator, data_for, initial_weights, runtime_for
+
+    cfg.validate()
+    data = data_for(cfg)  # fails early, before any training, on missing files
+    runtime = runtime_for(cfg)
+    if transport is None:
+        sleep = cfg.clock == "wall"
+        transport = InProcessTransport(range(cfg.num_partitions), lambda j: runtime.run(j, sleep))
+    clients = transport.clients()
+    _check_clients(cfg, clients)
+    weights = initial_weights(cfg) if initial is None else np.asarray(initial, np.float32)
+    policy = make_policy(cfg, clients, frozenset(data.partition.outlier_ids))
+    evaluator = evaluator if evaluator is not None else CentralEvaluator(cfg)
+    stop = StopRule(cfg.max_updates, cfg.time_budget, cfg.convergence_window, cfg.convergence_tol)
+    base = dict(policy=policy, transport=transport, model_size=weights.size, evaluator=evaluator,
+                stop=stop, eval_every=cfg.eval_every, progress=progress)
+    network = None
+    if cfg.clock == "virtual":
+        network = star_network(cfg.num_partitions, get_profile(cfg.network))
+        loop: LoopBase = VirtualLoop(
+            network=network, model_bytes=4 * weights.size, overhead=get_profile(cfg.network).overhead,
+            compute_lb={c: runtime.compute_seconds(c) for c in clients},
+            availability=None if cfg.dropout == "none" else make_availability(cfg.dropout),
+            seed=cfg.seed, job_timeout=cfg.job_timeout, **base)
+    else:
+        loop = WallLoop(job_timeout=cfg.job_timeout, **base)
+    started = time.perf_counter()
+    try:
+        final = loop.run(weights, clients)
+    finally:
+        transport.close()
+    out = _finish(cfg, loop, final, network, data.partition.outlier_ids, started)
+    if write:
+        out.run_dir = write_run_dir(cfg, out, run_name)
+    if progress:
+        from fl_r2sp.telemetry.summary import format_summary
+
+        log.info("\n%s", format_summary(out.summary))
+        if out.run_dir is not None:
+            log.info("run directory: %s", out.run_dir)
+    return out
+
+
+def _check_clients(cfg: RunConfig, clients: list[int]) -> None:
+    if not clients:
+        raise RuntimeError("no clients reachable: start SuperNodes or check num-supernodes")
+    if len(clients) < cfg.groups:
+        raise ValueError(
+            f"num-groups={cfg.groups} but only {len(clients)} clients are connected; "
+            "lower num-groups or start more SuperNodes"
+        )
+    bad = [c for c in clients if not 0 <= c < cfg.num_partitions]
+    if bad:
+        raise ValueError(
+            f"partition ids {bad[:5]} outside 0..{cfg.num_partitions - 1}: make "
+            "num-partitions match the SuperNodes' node-config"
+        )
+
+
+def _finish(cfg, loop, final, network: Network | None, outliers, started) -> RunOutput:
+    from fl_r2sp.telemetry.summary import summarize_run
+
+    traces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if network is not None:
+        until = loop.clock.now()
+        for link in ("server-egress", "server-ingress"):
+            traces[link] = network.trace(link, TRACE_INTERVAL, until)
+    summary = loop.summary()
+    summary.update(summarize_run(loop.events.jobs, loop.events.records, traces, TRACE_INTERVAL))
+    summary.update(strategy=cfg.strategy, seed=cfg.seed, num_outliers=len(outliers),
+                   run_seconds=time.perf_counter() - started)
+    return RunOutput(final, loop.history, summary, loop.events, traces)
+
+
+def write_run_dir(cfg: RunConfig, out: RunOutput, run_name: str | None = None) -> Path:
+    """Write config, summary, history, events, traces and plots; return the folder."""
+    name = run_name or f"{cfg.strategy}-{cfg.dataset}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    directory = Path(cfg.run_dir) / name
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {"config": cfg.to_run_config(), "seed": cfg.seed}
+    (directory / "config.json").write_text(json.dumps(meta, indent=2))
+    (directory / "summary.json").write_text(json.dumps({**meta, "summary": out.summary}, indent=2, default=str))
+    _write_csv(directory / "history.csv", out.history)
+    out.events.write(directory)
+    for link, (times, nbytes) in out.traces.items():
+        np.savetxt(directory / f"trace-{link}.csv", np.column_stack([times, nbytes]),
+                   delimiter=",", header="time,bytes", comments="")
+    if cfg.plots:
+        from fl_r2sp.telemetry.plots import write_run_plots
+
+        write_run_plots(directory, out.events.jobs, out.events.records, out.traces,
+                        TRACE_INTERVAL, out.history)
+    return directory
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    keys: list[str] = []
+    for row in rows:
+        keys += [k for k in row if k not in keys]
+    lines = [",".join(keys)] + [",".join(str(r.get(k, "")) for k in keys) for r in rows]
+    path.write_text("\n".join(lines) + "\n")

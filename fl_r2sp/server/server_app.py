@@ -1,0 +1,47 @@
+"""The project's Flower ServerApp: runs the configured scheme.
+
+``flwr run .`` starts it with the run config of ``pyproject.toml`` (override
+any key with ``--run-config "key=value ..."``). The scheme is chosen by
+``strategy`` (fl-r2sp, bsp, asp, fedasync, fedbuff); ``clock`` picks virtual
+(emulated, deterministic) or wall (real) time. Each run writes its folder
+under ``run-dir``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flwr.app import ArrayRecord, Context
+from flwr.serverapp import Grid, ServerApp
+
+from fl_r2sp.clients.runtime import data_for, initial_weights
+from fl_r2sp.config import RunConfig
+from fl_r2sp.models import build_model, resolve_model_name
+from fl_r2sp.models.weights import state_to_arrays, unflatten
+from fl_r2sp.strategies.flower import strategy_for
+
+app = ServerApp()
+
+
+def _configure_logging() -> None:
+    logger = logging.getLogger("fl_r2sp")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    """Validate the run config, build the initial model, run the strategy."""
+    _configure_logging()
+    cfg = RunConfig.from_run_config(dict(context.run_config))
+    data_for(cfg)  # missing data files fail here, before any node is asked to train
+    name = resolve_model_name(cfg.model, cfg.dataset)
+    template = state_to_arrays(build_model(name, num_classes=data_for(cfg).train.num_classes))
+    arrays = ArrayRecord(unflatten(initial_weights(cfg), template))
+    strategy = strategy_for(cfg)
+    strategy.start(grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates,
+                   timeout=cfg.job_timeout)

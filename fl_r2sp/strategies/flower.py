@@ -1,0 +1,225 @@
+"""Flower ``Strategy`` classes: FLR2SP, BSP, ASP, FedAsync and FedBuff.
+
+Drop them into any ServerApp::
+
+    strategy = FLR2SP(RunConfig(num_groups=8, fraction=0.75))
+    result = strategy.start(grid=grid, initial_arrays=arrays, num_rounds=200)
+
+``Strategy.start`` in Flower is round-synchronous; these classes override it
+and drive ``grid.push_messages`` / ``grid.pull_messages`` themselves through
+the event-driven server loop (virtual or wall clock, per ``RunConfig.clock``),
+with at most one message in flight per node. ``num_rounds`` counts *global
+model updates* (group applications for FL-R²SP, rounds for BSP, single
+updates for ASP). The returned :class:`flwr.serverapp.strategy.Result` holds
+the final arrays, central evaluations keyed by global-update number (with
+``time`` = virtual or wall seconds) and the run summary under key 0 of
+``train_metrics_clientapp``... see :meth:`EventDrivenStrategy.start`.
+
+The round-based hooks (``configure_train`` / ``aggregate_train``) are also
+implemented, so the classes work in code written for round-based strategies:
+one call is one synchronous round over all nodes with the paper's
+unweighted mean (or ``aggregation="weighted"``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Result, Strategy
+
+from fl_r2sp.config import RunConfig
+from fl_r2sp.models.weights import flatten, unflatten
+from fl_r2sp.strategies.aggregation import mean, weighted_mean
+
+log = logging.getLogger("fl_r2sp")
+
+
+class EventDrivenStrategy(Strategy):
+    """Base of the project's strategies (``strategy_name`` picks the policy).
+
+    Parameters
+    ----------
+    config : RunConfig or None (default: None = all defaults)
+        Every knob of the scheme, data, emulation and stopping.
+    **overrides : Any
+        Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
+    """
+
+    strategy_name = "fl-r2sp"
+
+    def __init__(self, config: RunConfig | None = None, **overrides: Any) -> None:
+        base = config if config is not None else RunConfig()
+        self.cfg = base.replace(strategy=self.strategy_name, **overrides)
+
+    def summary(self) -> None:
+        """Log the scheme's knobs."""
+        c = self.cfg
+        log.info("\t├── scheme %s, clock %s, seed %d", c.strategy, c.clock, c.seed)
+        log.info("\t├── M=%d groups, C=%.2f, r=%.2f, EMA weight %.2f", c.groups, c.fraction,
+                 c.gap_factor, c.ema_weight)
+        log.info("\t└── outlier filter %s (beta=%.2f, %d rounds)", c.outlier_filter,
+                 c.cosine_threshold, c.outlier_rounds)
+
+    # pylint: disable=too-many-arguments
+    def start(
+        self,
+        grid: Grid,
+        initial_arrays: ArrayRecord,
+        num_rounds: int = 3,
+        timeout: float = 3600,
+        train_config: ConfigRecord | None = None,
+        evaluate_config: ConfigRecord | None = None,
+        evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None,
+    ) -> Result:
+        """Run the scheme event by event until its stop condition.
+
+        Parameters
+        ----------
+        grid : Grid
+            The ServerApp's grid.
+        initial_arrays : ArrayRecord
+            Initial model.
+        num_rounds : int (default: 3)
+            Number of global model updates (0 = use the config's stop rules).
+        timeout : float (default: 3600)
+            Seconds before an unanswered job counts as failed.
+        train_config, evaluate_config : ConfigRecord, optional
+            Ignored (every knob is in the RunConfig); accepted for API parity.
+        evaluate_fn : callable, optional
+            Flower-style central evaluation ``(version, arrays) -> MetricRecord``
+            with ``accuracy`` and ``loss`` keys; default: the project's test split.
+
+        Returns
+        -------
+        Result
+            ``arrays`` = final model; ``evaluate_metrics_serverapp`` = central
+            evaluations keyed by global-update number (accuracy, loss, time);
+            ``train_metrics_clientapp[final update]`` = run summary figures.
+        """
+        from fl_r2sp.server.grid_transport import GridTransport, discover_partitions
+        from fl_r2sp.server.runner import run
+
+        cfg = self.cfg.replace(max_updates=num_rounds) if num_rounds else self.cfg
+        cfg = cfg.replace(job_timeout=float(timeout))
+        template = initial_arrays.to_numpy_ndarrays()
+        log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
+        self.summary()
+        partitions = discover_partitions(grid, expected=cfg.num_partitions if cfg.clock == "wall" else 0)
+        transport = GridTransport(grid, template, partitions, ttl=max(timeout, 60.0))
+        evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
+        out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
+        return _to_result(out, template)
+
+    # -- round-based hooks (one synchronous round over all nodes) --------------------
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                        grid: Grid) -> Iterable[Message]:
+        """One train message per node, carrying ``arrays`` and ``config``."""
+        config["server-round"] = server_round
+        record = RecordDict({"arrays": arrays, "config": config})
+        return [Message(record, n, MessageType.TRAIN) for n in grid.get_node_ids()]
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]
+                        ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Mean of the valid replies (unweighted per the paper, or weighted)."""
+        ok = [m for m in replies if not m.has_error()]
+        for m in replies:
+            if m.has_error():
+                log.info("round %d: node %d failed: %s", server_round, m.metadata.src_node_id,
+                         m.error.reason)
+        if not ok:
+            return None, None
+        arrays = [m.content["arrays"].to_numpy_ndarrays() for m in ok]
+        counts = [float(m.content["metrics"]["num-examples"]) for m in ok]
+        flats = [flatten(a) for a in arrays]
+        flat = weighted_mean(flats, counts) if self.cfg.aggregation == "weighted" else mean(flats)
+        loss = float(np.average([float(m.content["metrics"].get("train-loss", np.nan)) for m in ok],
+                                weights=counts))
+        return ArrayRecord(unflatten(flat, arrays[0])), MetricRecord({"train-loss": loss})
+
+    def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                           grid: Grid) -> Iterable[Message]:
+        """No federated evaluation: the schemes evaluate centrally."""
+        return []
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        """Example-weighted mean of the replies' metrics (if any were requested)."""
+        ok = [m.content["metrics"] for m in replies if not m.has_error()]
+        if not ok:
+            return None
+        n = np.array([float(r["num-examples"]) for r in ok])
+        keys = [k for k in ok[0] if k != "num-examples"]
+        return MetricRecord({k: float(np.average([float(r[k]) for r in ok], weights=n)) for k in keys})
+
+
+class FLR2SP(EventDrivenStrategy):
+    """FL-R²SP: groups, fractional collection, round-robin gapped application."""
+
+    strategy_name = "fl-r2sp"
+
+
+class BSP(EventDrivenStrategy):
+    """BSP: synchronous rounds collecting the first C·N updates (FL-R²SP, M=1)."""
+
+    strategy_name = "bsp"
+
+
+class ASP(EventDrivenStrategy):
+    """ASP: every update mixed in at once, (N'-1)/N' averaging by default."""
+
+    strategy_name = "asp"
+
+
+class FedAsync(EventDrivenStrategy):
+    """FedAsync: ASP with the staleness-weighted mixing weight alpha."""
+
+    strategy_name = "fedasync"
+
+
+class FedBuff(EventDrivenStrategy):
+    """FedBuff: buffered asynchronous aggregation of K staleness-weighted deltas."""
+
+    strategy_name = "fedbuff"
+
+
+STRATEGIES: dict[str, type[EventDrivenStrategy]] = {
+    cls.strategy_name: cls for cls in (FLR2SP, BSP, ASP, FedAsync, FedBuff)
+}
+
+
+def strategy_for(cfg: RunConfig) -> EventDrivenStrategy:
+    """The Flower strategy of ``cfg.strategy``, configured by ``cfg``."""
+    try:
+        return STRATEGIES[cfg.strategy](cfg)
+    except KeyError:
+        raise ValueError(f"unknown strategy {cfg.strategy!r}; known: {', '.join(STRATEGIES)}") from None
+
+
+def _wrap_evaluate_fn(fn: Callable[[int, ArrayRecord], MetricRecord | None],
+                      template: list[np.ndarray]) -> Callable[[np.ndarray], tuple[float, float]]:
+    """Adapt a Flower ``evaluate_fn`` to the loops' ``weights -> (loss, acc)``."""
+    calls = {"n": 0}
+
+    def evaluator(weights: np.ndarray) -> tuple[float, float]:
+        res = fn(calls["n"], ArrayRecord(unflatten(weights, template)))
+        calls["n"] += 1
+        res = res or MetricRecord()
+        return float(res.get("loss", np.nan)), float(res.get("accuracy", np.nan))
+
+    return evaluator
+
+
+def _to_result(out: Any, template: list[np.ndarray]) -> Result:
+    result = Result(arrays=ArrayRecord(unflatten(out.weights, template)))
+    for row in out.history:
+        rec = {k: float(v) for k, v in row.items() if k != "version"}
+        result.evaluate_metrics_serverapp[int(row["version"])] = MetricRecord(rec)
+    figures = {k: float(v) for k, v in out.summary.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    last = int(out.history[-1]["version"]) if out.history else 0
+    result.train_metrics_clientapp[last] = MetricRecord(figures)
+    return result
