@@ -40,10 +40,22 @@ def archive_candidates(root: Path, name: str) -> list[Path]:
     return [root / name, root / "speech_commands" / name]
 
 
-def train_stats(features: np.ndarray, test_mask: np.ndarray) -> np.ndarray:
-    """``[mean, std]`` (float64) of ``features`` over the training rows."""
-    train = features[~test_mask].astype(np.float64)
-    return np.array([train.mean(), max(train.std(), 1e-8)])
+def train_stats(features: np.ndarray, test_mask: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """``[mean, std]`` (float64) of ``scale * features`` over the training rows.
+
+    Sums and sums of squares are accumulated over chunks of rows so that no
+    float64 copy of the whole set (1 GB for ``kws``) is ever made.
+    """
+    rows = np.flatnonzero(~test_mask)
+    total = total_sq = 0.0
+    for start in range(0, len(rows), 1024):
+        chunk = features[rows[start : start + 1024]].astype(np.float64) * scale
+        total += float(chunk.sum())
+        total_sq += float(np.square(chunk).sum())
+    count = len(rows) * int(np.prod(features.shape[1:]))
+    mean = total / count
+    std = float(np.sqrt(max(total_sq / count - mean * mean, 0.0)))
+    return np.array([mean, max(std, 1e-8)])
 
 
 def _decode(path: Path) -> dict[str, np.ndarray]:
@@ -59,7 +71,7 @@ def _decode(path: Path) -> dict[str, np.ndarray]:
     y = np.array([lookup[str(w)] for w in words[keep]], dtype=np.uint8)
     spk = speakers[keep]
     test = speaker_split(spk, KWS_TEST_SPEAKER_FRACTION, KWS_SPLIT_SEED)
-    stats = train_stats(x.astype(np.float32) / 255.0, test)
+    stats = train_stats(x, test, scale=1.0 / 255.0)
     return {"x": x, "y": y, "speaker": spk, "test": test, "stats": stats}
 
 
