@@ -118,7 +118,8 @@ def summarize_groups(records: Iterable[Row]) -> dict[str, Any]:
               for rt, r in zip(rounds, collects)]
     out.update(describe(rounds, "group_round"))
     out["num_applications"] = len(applies)
-    out["num_groups"] = len({r.get("group") for r in applies + collects if r.get("group") is not None})
+    groups = {r.get("group") for r in applies + collects}
+    out["num_groups"] = len(groups - {None, ""})
     out.update(describe((as_float(r.get("turn_wait")) for r in applies), "turn_wait"))
     out["avg_group_period_s"] = _group_period(applies)
     last_t = [as_float(r.get("T")) for r in applies if as_float(r.get("T")) is not None]
@@ -176,7 +177,8 @@ def apply_times(jobs: Iterable[Row], records: Iterable[Row]) -> tuple[np.ndarray
         return np.sort(np.asarray(times, dtype=float)), "group_apply"
     arrivals = [as_float(r.get("push_end")) for r in jobs
                 if not has_text(r.get("failed")) and not as_flag(r.get("straggler"))]
-    return np.sort(np.asarray([t for t in arrivals if t is not None], dtype=float)), "update_arrivals"
+    known = np.asarray([t for t in arrivals if t is not None], dtype=float)
+    return np.sort(known), "update_arrivals"
 
 
 def trace_stats(
