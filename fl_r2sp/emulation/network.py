@@ -54,8 +54,10 @@ class Network:
         Links whose aggregate rate history is kept for :meth:`trace`
         (``True`` = every link). Recording costs time on every rate change.
     keep_finished : bool, default True
-        Keep records of finished flows (needed by :meth:`flow_info` after
-        completion and by :meth:`concurrency`). Turn off for very long runs.
+        Keep records of finished flows (needed by :meth:`concurrency` and by
+        :meth:`flow_info` long after completion). If False, a finished flow's
+        record stays readable until the *next* :meth:`advance` call after the
+        one that reported it, then is dropped: memory stays bounded in long runs.
     """
 
     def __init__(self, record: bool | Iterable[str] = False, keep_finished: bool = True) -> None:
@@ -66,6 +68,7 @@ class Network:
         self._next_fid = 0
         self._keep = keep_finished
         self._unreported: list[tuple[int, float]] = []
+        self._to_forget: list[int] = []
         self._version = 0
         self._cache: tuple[int, tuple[float, int] | None] | None = None
         self._record_all = record is True
@@ -230,8 +233,9 @@ class Network:
         done, self._unreported = self._unreported, []
         self._version += 1
         if not self._keep:
-            for fid, _ in done:
-                del self._flows[fid]
+            for fid in self._to_forget:
+                self._flows.pop(fid, None)
+            self._to_forget = [fid for fid, _ in done]
         return done
 
     def in_flight(self) -> int:
