@@ -110,6 +110,24 @@ def test_apply_times_fall_back_to_accepted_arrivals() -> None:
     np.testing.assert_allclose(times, [4.0, 7.0, 10.0, 13.0])
 
 
+def test_apply_times_of_fedbuff_and_asp_records() -> None:
+    fedbuff = [{"kind": "client_update", "t": t, "version": 0} for t in (1.0, 2.0)]
+    fedbuff += [{"kind": "buffer_apply", "t": 2.0, "version": 1},
+                {"kind": "client_update", "t": 3.0, "version": 1},
+                {"kind": "buffer_apply", "t": 5.0, "version": 2}]
+    times, source = apply_times([], fedbuff)
+    assert source == "buffer_apply"
+    np.testing.assert_allclose(times, [2.0, 5.0])
+    # ASP logs the version after mixing: each rise is one global update.
+    asp = [{"kind": "client_update", "time": t, "version": v}
+           for t, v in ((1.0, 1), (1.5, 2), (2.5, 3), (4.0, 4))]
+    asp.append({"kind": "client_update", "time": 4.5})  # no version: ignored
+    times, source = apply_times([], asp)
+    assert source == "client_update"
+    np.testing.assert_allclose(times, [1.0, 1.5, 2.5, 4.0])
+    np.testing.assert_allclose(inter_update_gaps(asp), [0.5, 1.0, 1.5])
+
+
 def test_trace_stats_on_known_trace() -> None:
     times = np.arange(6) * 0.5
     nbytes = np.array([0.0, 10.0, 20.0, 0.0, 10.0, 1e-9])  # the last bin is rounding residue

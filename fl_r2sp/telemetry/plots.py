@@ -27,6 +27,8 @@ __all__ = [
 ]
 
 Row = Mapping[str, Any]
+_GAP_LABELS = {"group_apply": "group applications", "buffer_apply": "buffer applications",
+               "client_update": "asynchronous updates", "update_arrivals": "update arrivals"}
 
 
 def _curve(history: Iterable[Row]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +135,8 @@ def write_run_plots(
 
     A plot whose data is missing is skipped: no evaluations with accuracy
     (``history``, else the ``eval`` records), no job phases, no trace whose
-    name contains ``egress``, fewer than two global updates. Returns the
+    name contains ``egress``, fewer than two global updates (found as in
+    :func:`~fl_r2sp.telemetry.summary.apply_times`). Returns the
     files written, in that order.
     """
     run_dir = Path(run_dir)
@@ -150,6 +153,6 @@ def write_run_plots(
         written.append(plot_trace(egress, interval, run_dir / "egress.png"))
     times, source = apply_times(jobs, records)
     if times.size >= 2:
-        label = "group applications" if source == "group_apply" else "update arrivals"
+        label = _GAP_LABELS.get(source, source)
         written.append(plot_gap_cdf({label: np.diff(times)}, run_dir / "gaps.png"))
     return written

@@ -16,6 +16,7 @@ same client) for ASP/FedBuff, which have no rounds.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -85,8 +86,12 @@ def _of_kind(records: Iterable[Row], kind: str) -> list[Row]:
 
 
 def _apply_time(rec: Row) -> float | None:
-    t = as_float(rec.get("t_apply"))
-    return t if t is not None else as_float(rec.get("time"))
+    """``t_apply``, else the log's ``time``, else the policy's own ``t``."""
+    for key in ("t_apply", "time", "t"):
+        t = as_float(rec.get(key))
+        if t is not None:
+            return t
+    return None
 
 
 def summarize_groups(records: Iterable[Row]) -> dict[str, Any]:
@@ -146,8 +151,8 @@ def inter_update_gaps(source: Iterable[Row] | Iterable[float] | np.ndarray) -> n
     Parameters
     ----------
     source : iterable of records, or of times
-        Either policy records (those of kind ``group_apply`` are used, at
-        ``t_apply`` or else ``time``) or the update times themselves.
+        Either policy records (update times found as in :func:`apply_times`,
+        without the job-row fallback) or the update times themselves.
 
     Returns
     -------
@@ -156,29 +161,43 @@ def inter_update_gaps(source: Iterable[Row] | Iterable[float] | np.ndarray) -> n
     """
     items = list(source) if not isinstance(source, np.ndarray) else source.tolist()
     if items and isinstance(items[0], Mapping):
-        times = [_apply_time(r) for r in _of_kind(items, "group_apply")]
-    else:
-        times = [as_float(t) for t in items]
-    arr = np.sort(np.asarray([t for t in times if t is not None], dtype=float))
-    return np.diff(arr)
+        return np.diff(apply_times([], items)[0])
+    times = [as_float(t) for t in items]
+    return np.diff(np.sort(np.asarray([t for t in times if t is not None], dtype=float)))
 
 
 def apply_times(jobs: Iterable[Row], records: Iterable[Row]) -> tuple[np.ndarray, str]:
-    """Times of global updates and where they came from.
+    """Sorted times of global updates and the name of their source.
 
-    Returns the ``group_apply`` times when the policy logged groups (source
-    ``"group_apply"``); otherwise the arrival times (``push_end``) of
-    non-failed, non-straggler updates (source ``"update_arrivals"``), which
-    are the update times of ASP and the buffer-fill times of FedBuff.
+    The first source with data wins: ``"group_apply"`` records (FL-R²SP,
+    BSP), ``"buffer_apply"`` records (FedBuff), ``"client_update"`` records
+    whose ``version`` rises (ASP: every update is applied at once), else
+    ``"update_arrivals"``: ``push_end`` of non-failed, non-straggler job rows.
     """
-    applies = [_apply_time(r) for r in _of_kind(records, "group_apply")]
-    times = [t for t in applies if t is not None]
-    if times:
-        return np.sort(np.asarray(times, dtype=float)), "group_apply"
+    records = list(records)
+    for kind in ("group_apply", "buffer_apply"):
+        known = [t for t in (_apply_time(r) for r in _of_kind(records, kind)) if t is not None]
+        if known:
+            return np.sort(np.asarray(known, dtype=float)), kind
+    steps = _version_steps(_of_kind(records, "client_update"))
+    if steps.size:
+        return steps, "client_update"
     arrivals = [as_float(r.get("push_end")) for r in jobs
                 if not has_text(r.get("failed")) and not as_flag(r.get("straggler"))]
-    known = np.asarray([t for t in arrivals if t is not None], dtype=float)
-    return np.sort(known), "update_arrivals"
+    known_arrivals = np.asarray([t for t in arrivals if t is not None], dtype=float)
+    return np.sort(known_arrivals), "update_arrivals"
+
+
+def _version_steps(updates: Sequence[Row]) -> np.ndarray:
+    """Times at which the ``version`` field first exceeds every earlier one."""
+    pts = [(_apply_time(r), as_float(r.get("version"))) for r in updates]
+    pts = sorted((t, v) for t, v in pts if t is not None and v is not None)
+    out, top = [], -math.inf
+    for t, v in pts:
+        if v > top:
+            out.append(t)
+            top = v
+    return np.asarray(out, dtype=float)
 
 
 def trace_stats(
@@ -249,7 +268,8 @@ def summarize_run(
         :func:`summarize_jobs` and :func:`summarize_groups` keys,
         :func:`concurrency_stats` of pulls and pushes, ``avg_round_s`` (see
         the module docstring) with ``round_source``, ``mean_update_gap_s``,
-        ``cv_update_gap`` and ``gap_source`` (see :func:`apply_times`),
+        ``cv_update_gap`` and ``gap_source`` (see :func:`apply_times`:
+        group_apply, buffer_apply, client_update or update_arrivals),
         ``virtual_time_s`` (last event time) and, when evaluations were
         logged, ``final_accuracy``, ``best_accuracy`` and ``final_time``.
     """
