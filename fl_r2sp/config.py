@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
-Strategy = Literal["fl-r2sp", "bsp", "asp", "fedasync", "fedbuff"]
+Strategy = Literal["fl-r2sp", "bsp", "asp", "fedasync", "fedbuff", "fedavg"]
 Clock = Literal["virtual", "wall"]
 Dataset = Literal["digits", "cifar10", "kws", "kws-audio"]
 ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "lstm"]
@@ -38,7 +38,9 @@ class RunConfig:
     """All knobs of a run (defaults are the paper's where it states one)."""
 
     # --- scheme ---------------------------------------------------------------
-    strategy: Strategy = _f("fl-r2sp", "Scheme: fl-r2sp, bsp, asp, fedasync or fedbuff.")
+    strategy: Strategy = _f(
+        "fl-r2sp", "Scheme: fl-r2sp, bsp, asp, fedasync, fedbuff, or fedavg (Flower's stock FedAvg)."
+    )
     clock: Clock = _f("virtual", "virtual (emulated time, deterministic) or wall (real time).")
     seed: int = _f(0, "Seed of every random choice (partitions, init, delays, SGD).")
     num_groups: int = _f(4, "M, number of FL-R²SP groups (client i -> group i % M).")
@@ -81,6 +83,7 @@ class RunConfig:
     momentum: float = _f(0.0, "Local SGD momentum.")
     weight_decay: float = _f(0.0, "Local SGD weight decay.")
     augment: bool = _f(False, "CIFAR-10 random crop + flip during local training.")
+    timing_only: bool = _f(False, "Skip SGD (clients echo the model): timing experiments only.")
     torch_threads: int = _f(1, "torch.set_num_threads in clients (fixed for determinism).")
     # --- emulation ------------------------------------------------------------
     network: str = _f("paper-ec2", "Network/device profile: paper-ec2 or lan.")

@@ -66,7 +66,9 @@ def train(msg: Message, context: Context) -> Message:
     cfg = config_of(context)
     pid = partition_of(context)
     conf = msg.content["config"] if "config" in msg.content else ConfigRecord()
-    index = int(conf.get("job", conf.get("server-round", 0)))
+    # Our strategies send a per-client job index; Flower's FedAvg sends
+    # server-round (1, 2, ...): round k is job k-1, so both seed SGD alike.
+    index = int(conf["job"]) if "job" in conf else int(conf.get("server-round", 1)) - 1
     tag = int(conf.get("tag", index))
     arrays = msg.content["arrays"].to_numpy_ndarrays()
     job = Job(cid=pid, index=index, tag=tag, weights=flatten(arrays))

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from fl_r2sp.config import RunConfig
+from fl_r2sp.datasets import dataset_info
 from fl_r2sp.datasets.federated import FederatedData, federated_data
 from fl_r2sp.emulation.delays import make_delay
 from fl_r2sp.emulation.devices import make_device_model
@@ -73,7 +74,7 @@ class ClientRuntime:
         self.delay = make_delay(self.cfg.delay)
 
     def _num_classes(self) -> int:
-        return data_for(self.cfg).train.num_classes
+        return dataset_info(self.cfg.dataset)[1]
 
     def compute_seconds(self, cid: int) -> float:
         """Modelled compute time of one job: device speed x tau (no delay)."""
@@ -89,6 +90,12 @@ class ClientRuntime:
         sleep_delay : bool (default: False)
             Sleep the injected delay for real (wall-clock mode).
         """
+        delay = self.delay.sample_for(self.cfg.seed, job.cid, job.index)
+        if self.cfg.timing_only:
+            # Timing experiments: no SGD, the model is echoed; only the modelled
+            # durations (and the transfer sizes) matter.
+            return Reply(job.cid, job.index, job.tag, job.weights, num_examples=1,
+                         compute_s=self.compute_seconds(job.cid), delay_s=delay)
         data = data_for(self.cfg).client(job.cid)
         arrays_to_state(self.model, unflatten(job.weights, self.template))
         started = time.perf_counter()
@@ -105,7 +112,6 @@ class ClientRuntime:
             augment=self.cfg.augment,
         )
         measured = time.perf_counter() - started
-        delay = self.delay.sample_for(self.cfg.seed, job.cid, job.index)
         if sleep_delay and delay > 0:
             time.sleep(delay)
         compute = measured if self.cfg.clock == "wall" else self.compute_seconds(job.cid)
@@ -155,5 +161,5 @@ class CentralEvaluator:
 def initial_weights(cfg: RunConfig) -> np.ndarray:
     """Flat initial model, seeded by ``cfg.seed``."""
     name = resolve_model_name(cfg.model, cfg.dataset)
-    model = build_model(name, num_classes=data_for(cfg).train.num_classes, seed=cfg.seed)
+    model = build_model(name, num_classes=dataset_info(cfg.dataset)[1], seed=cfg.seed)
     return flatten(state_to_arrays(model))

@@ -96,8 +96,9 @@ def run(
     """
     from fl_r2sp.clients.runtime import CentralEvaluator, data_for, initial_weights, runtime_for
 
-    cfg.validate()
-    data = data_for(cfg)  # fails early, before any training, on missing files
+    cfg = _effective(cfg)
+    # Loading here fails early (before any training) on missing data files.
+    outliers = frozenset() if cfg.timing_only else frozenset(data_for(cfg).partition.outlier_ids)
     runtime = runtime_for(cfg)
     if transport is None:
         sleep = cfg.clock == "wall"
@@ -105,8 +106,9 @@ def run(
     clients = transport.clients()
     _check_clients(cfg, clients)
     weights = initial_weights(cfg) if initial is None else np.asarray(initial, np.float32)
-    policy = make_policy(cfg, clients, frozenset(data.partition.outlier_ids))
-    evaluator = evaluator if evaluator is not None else CentralEvaluator(cfg)
+    policy = make_policy(cfg, clients, outliers)
+    if evaluator is None and not cfg.timing_only:
+        evaluator = CentralEvaluator(cfg)
     stop = StopRule(cfg.max_updates, cfg.time_budget, cfg.convergence_window, cfg.convergence_tol)
     base = dict(policy=policy, transport=transport, model_size=weights.size, evaluator=evaluator,
                 stop=stop, eval_every=cfg.eval_every, progress=progress)
@@ -125,7 +127,7 @@ def run(
         final = loop.run(weights, clients)
     finally:
         transport.close()
-    out = _finish(cfg, loop, final, network, data.partition.outlier_ids, started)
+    out = _finish(cfg, loop, final, network, outliers, started)
     if write:
         out.run_dir = write_run_dir(cfg, out, run_name)
     if progress:
@@ -135,6 +137,22 @@ def run(
         if out.run_dir is not None:
             log.info("run directory: %s", out.run_dir)
     return out
+
+
+def _effective(cfg: RunConfig) -> RunConfig:
+    """Validate; in timing-only runs switch the outlier filter off.
+
+    Echoed models have zero deltas, whose cosine score is 0: the filter would
+    blacklist everyone after ``outlier-rounds`` rounds.
+    """
+    cfg.validate()
+    if cfg.strategy == "fedavg":
+        raise ValueError("strategy='fedavg' is Flower's own FedAvg: run it with `flwr run .`; "
+                         "the event-driven runner serves fl-r2sp, bsp, asp, fedasync, fedbuff")
+    if cfg.timing_only and cfg.outlier_filter:
+        log.info("timing-only run: outlier filter switched off (echoed models have no deltas)")
+        cfg = cfg.replace(outlier_filter=False)
+    return cfg
 
 
 def _check_clients(cfg: RunConfig, clients: list[int]) -> None:
@@ -177,6 +195,7 @@ def write_run_dir(cfg: RunConfig, out: RunOutput, run_name: str | None = None) -
     (directory / "config.json").write_text(json.dumps(meta, indent=2))
     (directory / "summary.json").write_text(json.dumps({**meta, "summary": out.summary}, indent=2, default=str))
     _write_csv(directory / "history.csv", out.history)
+    np.save(directory / "weights.npy", out.weights)
     out.events.write(directory)
     for link, (times, nbytes) in out.traces.items():
         np.savetxt(directory / f"trace-{link}.csv", np.column_stack([times, nbytes]),

@@ -16,6 +16,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fl_r2sp.clients.runtime import data_for, initial_weights
 from fl_r2sp.config import RunConfig
+from fl_r2sp.datasets import dataset_info
 from fl_r2sp.models import build_model, resolve_model_name
 from fl_r2sp.models.weights import state_to_arrays, unflatten
 from fl_r2sp.strategies.flower import strategy_for
@@ -38,10 +39,16 @@ def main(grid: Grid, context: Context) -> None:
     """Validate the run config, build the initial model, run the strategy."""
     _configure_logging()
     cfg = RunConfig.from_run_config(dict(context.run_config))
-    data_for(cfg)  # missing data files fail here, before any node is asked to train
+    if not cfg.timing_only:
+        data_for(cfg)  # missing data files fail here, before any node is asked to train
     name = resolve_model_name(cfg.model, cfg.dataset)
-    template = state_to_arrays(build_model(name, num_classes=data_for(cfg).train.num_classes))
+    template = state_to_arrays(build_model(name, num_classes=dataset_info(cfg.dataset)[1]))
     arrays = ArrayRecord(unflatten(initial_weights(cfg), template))
+    if cfg.strategy == "fedavg":
+        from fl_r2sp.server.fedavg_baseline import run_fedavg
+
+        run_fedavg(grid, cfg, arrays)
+        return
     strategy = strategy_for(cfg)
     strategy.start(grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates,
                    timeout=cfg.job_timeout)

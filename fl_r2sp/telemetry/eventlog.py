@@ -6,7 +6,7 @@ end, injected delay, push start/end, wait end (when the next model was sent),
 group, round tag, straggler flag and cosine score. Policy records
 (``records``: group collection/application, blacklisting, evaluations) are
 kept as (time, kind, fields) rows. Records that name a ``cid`` and a ``tag``
-are merged into that client's job row too, so a job row shows its cosine
+(or the ``round`` a score refers to) are merged into that client's job row too, so a job row shows its cosine
 score and straggler flag.
 """
 
@@ -56,9 +56,11 @@ class EventLog:
     def record(self, now: float, kind: str, fields: dict[str, Any]) -> None:
         """A policy/loop record; merged into the job row it names, if any."""
         self.records.append({"time": now, "kind": kind, **fields})
-        if "cid" in fields and "tag" in fields:
+        # Scores name the group round they scored, which is the job's tag.
+        tag = fields.get("tag", fields.get("round"))
+        if "cid" in fields and tag is not None:
             row = self._last_job.get(int(fields["cid"]))
-            if row is not None and row.get("tag") == fields["tag"]:
+            if row is not None and row.get("tag") == tag:
                 for k in ("straggler", "cosine"):
                     if k in fields and fields[k] is not None:
                         row[k] = fields[k]
