@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fl_r2sp.strategies.base import ModelUpdated, Send, Stop, Timer
+from fl_r2sp.strategies.base import Send, Stop, Timer
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
 from fl_r2sp.strategies.scripted import ScriptedDriver
 

@@ -26,7 +26,13 @@ import numpy as np
 
 from fl_r2sp.strategies.aggregation import mix
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Update
-from fl_r2sp.strategies.common import FailureCounter, as_model, check_start_clients, client_list
+from fl_r2sp.strategies.common import (
+    FailureCounter,
+    as_model,
+    check_start_clients,
+    client_list,
+    ignored,
+)
 from fl_r2sp.strategies.staleness import StalenessFn
 
 AspMixingKind = Literal["average", "fedasync"]
@@ -98,8 +104,7 @@ class ASPPolicy(Policy):
     def on_update(self, now: float, update: Update) -> list[Decision]:
         cid = self._known(update.cid)
         if self._inflight.pop(cid, None) is None or cid in self.failures.dropped:
-            return [Record("ignored", {"t": now, "cid": cid, "what": "update",
-                                       "why": "no job in flight or client dropped"})]
+            return [ignored(now, cid, "update", "no job in flight or client dropped")]
         self.failures.success(cid)
         staleness = self._version - update.tag
         if staleness < 0:
@@ -123,8 +128,7 @@ class ASPPolicy(Policy):
     def on_failure(self, now: float, cid: int, tag: int, reason: str) -> list[Decision]:
         cid = self._known(cid)
         if self._inflight.pop(cid, None) is None or cid in self.failures.dropped:
-            return [Record("ignored", {"t": now, "cid": cid, "what": "failure",
-                                       "why": "no job in flight or client dropped"})]
+            return [ignored(now, cid, "failure", "no job in flight or client dropped")]
         dropped = self.failures.failure(cid)
         out: list[Decision] = [Record("client_failure", {
             "t": now, "cid": cid, "tag": tag, "reason": reason,

@@ -1,10 +1,13 @@
-"""Small helpers shared by the policies: argument checks and failure counting."""
+"""Small helpers shared by the policies: argument checks, failure counting, records."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+
+from fl_r2sp.strategies.base import Record
+from fl_r2sp.strategies.scoring import REFERENCE_KINDS
 
 
 def client_list(clients: int | Sequence[int]) -> tuple[int, ...]:
@@ -86,3 +89,26 @@ class FailureCounter:
     def consecutive(self, cid: int) -> int:
         """Current number of consecutive failures of ``cid``."""
         return self._count.get(cid, 0)
+
+
+def ignored(now: float, cid: int, what: str, why: str) -> Record:
+    """Telemetry row for an event the policy drops (e.g. a reply with no job in flight)."""
+    return Record("ignored", {"t": now, "cid": cid, "what": what, "why": why})
+
+
+def check_flr2sp_args(
+    n: int, m: int, fraction: float, gap: float, aggregation: str, reference: str
+) -> None:
+    """Raise ``ValueError`` for invalid FL-R²SP constructor arguments (n = clients)."""
+    if not 1 <= m <= n:
+        raise ValueError(f"num_groups={m} must lie in [1, number of clients = {n}]")
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction={fraction}: C must lie in (0, 1]")
+    if gap < 0:
+        raise ValueError(f"gap_factor={gap}: r must be >= 0")
+    if aggregation not in ("mean", "weighted"):
+        raise ValueError(f"aggregation={aggregation!r} is not one of 'mean', 'weighted'")
+    if reference not in REFERENCE_KINDS:
+        raise ValueError(
+            f"cosine_reference={reference!r} is not one of {', '.join(REFERENCE_KINDS)}"
+        )

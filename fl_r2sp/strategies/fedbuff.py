@@ -27,6 +27,7 @@ import numpy as np
 
 from fl_r2sp.strategies.asp import ASPPolicy
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Record, Update
+from fl_r2sp.strategies.common import ignored
 from fl_r2sp.strategies.staleness import StalenessFn
 
 
@@ -72,8 +73,7 @@ class FedBuffPolicy(ASPPolicy):
     def on_update(self, now: float, update: Update) -> list[Decision]:
         cid = self._known(update.cid)
         if self._inflight.pop(cid, None) is None or cid in self.failures.dropped:
-            return [Record("ignored", {"t": now, "cid": cid, "what": "update",
-                                       "why": "no job in flight or client dropped"})]
+            return [ignored(now, cid, "update", "no job in flight or client dropped")]
         self.failures.success(cid)
         staleness = self._version - update.tag
         if staleness < 0:

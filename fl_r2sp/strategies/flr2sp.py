@@ -45,11 +45,17 @@ import numpy as np
 from fl_r2sp.strategies.aggregation import AggregationKind, aggregate, coefficients, mix
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
 from fl_r2sp.strategies.base import Update
-from fl_r2sp.strategies.common import FailureCounter, as_model, check_start_clients, client_list
+from fl_r2sp.strategies.common import (
+    FailureCounter,
+    as_model,
+    check_start_clients,
+    check_flr2sp_args,
+    client_list,
+    ignored,
+)
 from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
 from fl_r2sp.strategies.outliers import OutlierFilter, cosine
 from fl_r2sp.strategies.scoring import (
-    REFERENCE_KINDS,
     CosineReferenceKind,
     client_references,
     group_reference,
@@ -116,7 +122,7 @@ class FLR2SPPolicy(Policy):
         max_failures: int = 3,
     ) -> None:
         self._clients = client_list(clients)
-        _check_args(len(self._clients), num_groups, fraction, gap_factor, aggregation,
+        check_flr2sp_args(len(self._clients), num_groups, fraction, gap_factor, aggregation,
                     cosine_reference)
         self.num_groups = int(num_groups)
         self.fraction = float(fraction)
@@ -137,6 +143,7 @@ class FLR2SPPolicy(Policy):
         self._timer_key: Hashable | None = None
         self._inflight: dict[int, tuple[int, np.ndarray]] = {}
         self._stopped = False
+        self._active: list[int] = []  # active members per group, kept up to date
         self.num_stragglers = 0
 
     # ------------------------------------------------------------------ API
@@ -160,6 +167,7 @@ class FLR2SPPolicy(Policy):
                        start=self._w, t_release=float(now))
             for g in range(self.num_groups)
         ]
+        self._active = [len(g.members) for g in self._groups]
         out: list[Decision] = []
         for group in self._groups:
             out += self._send(group, self._initial_targets(group))
@@ -169,7 +177,7 @@ class FLR2SPPolicy(Policy):
         cid = self._known(update.cid)
         job = self._inflight.pop(cid, None)
         if job is None or not self._is_active(cid):
-            return [_ignored(now, cid, "update", "no job in flight or client inactive")]
+            return [ignored(now, cid, "update", "no job in flight or client inactive")]
         self.failures.success(cid)
         group = self._groups[self.group_of(cid)]
         if update.tag > group.round:
@@ -186,9 +194,11 @@ class FLR2SPPolicy(Policy):
     def on_failure(self, now: float, cid: int, tag: int, reason: str) -> list[Decision]:
         cid = self._known(cid)
         if self._inflight.pop(cid, None) is None or not self._is_active(cid):
-            return [_ignored(now, cid, "failure", "no job in flight or client inactive")]
+            return [ignored(now, cid, "failure", "no job in flight or client inactive")]
         group = self._groups[self.group_of(cid)]
         dropped = self.failures.failure(cid)
+        if dropped:
+            self._active[group.gid] -= 1
         out: list[Decision] = [Record("client_failure", {
             "t": now, "cid": cid, "group": group.gid, "tag": tag, "reason": reason,
             "consecutive": self.failures.consecutive(cid), "dropped": dropped})]
@@ -246,7 +256,7 @@ class FLR2SPPolicy(Policy):
         return cid not in self.filter.blacklisted and cid not in self.failures.dropped
 
     def _num_active(self, group: GroupState) -> int:
-        return sum(1 for c in group.members if self._is_active(c))
+        return self._active[group.gid]
 
     def _gap(self) -> float:
         if self.num_groups == 1:
@@ -302,7 +312,7 @@ class FLR2SPPolicy(Policy):
         """Apply every group allowed to apply at ``now``; else ask for a timer."""
         out: list[Decision] = []
         while not self._stopped:
-            if all(self._num_active(g) == 0 for g in self._groups):
+            if not any(self._active):
                 self._stopped = True
                 out.append(Stop("no group has an active (non-blacklisted, non-dropped) client"))
                 break
@@ -366,6 +376,8 @@ class FLR2SPPolicy(Policy):
     def _observe(self, now: float, group: GroupState, cid: int, score: float,
                  straggler: bool) -> list[Decision]:
         banned = self.filter.observe(cid, score, now)
+        if banned:
+            self._active[group.gid] -= 1
         out: list[Decision] = [Record("client_score", {
             "t": now, "cid": cid, "group": group.gid, "round": group.round, "cosine": score,
             "streak": self.filter.streak(cid), "straggler": straggler})]
@@ -375,22 +387,3 @@ class FLR2SPPolicy(Policy):
                 "known_outlier": cid in self.filter.known_outliers}))
         return out
 
-
-def _ignored(now: float, cid: int, what: str, why: str) -> Record:
-    return Record("ignored", {"t": now, "cid": cid, "what": what, "why": why})
-
-
-def _check_args(n: int, m: int, fraction: float, gap: float, aggregation: str,
-                reference: str) -> None:
-    if not 1 <= m <= n:
-        raise ValueError(f"num_groups={m} must lie in [1, number of clients = {n}]")
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"fraction={fraction}: C must lie in (0, 1]")
-    if gap < 0:
-        raise ValueError(f"gap_factor={gap}: r must be >= 0")
-    if aggregation not in ("mean", "weighted"):
-        raise ValueError(f"aggregation={aggregation!r} is not one of 'mean', 'weighted'")
-    if reference not in REFERENCE_KINDS:
-        raise ValueError(
-            f"cosine_reference={reference!r} is not one of {', '.join(REFERENCE_KINDS)}"
-        )

@@ -26,13 +26,15 @@ def cosine(delta: np.ndarray, reference: np.ndarray) -> float:
     """
     a = np.asarray(delta, dtype=np.float64)
     b = np.asarray(reference, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"cosine of shapes {a.shape} and {b.shape}: sizes must match")
-    na = float(np.linalg.norm(a))
-    nb = float(np.linalg.norm(b))
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"cosine of shapes {a.shape} and {b.shape}: need equal flat vectors")
+    # einsum runs numpy's own loop, not BLAS: BLAS dot results may depend on
+    # its thread count, and on a loaded machine its threads cost ~100x more.
+    na = math.sqrt(float(np.einsum("i,i->", a, a)))
+    nb = math.sqrt(float(np.einsum("i,i->", b, b)))
     if na == 0.0 or nb == 0.0:
         return 0.0
-    return float(np.dot(a, b) / (na * nb))
+    return float(np.einsum("i,i->", a, b)) / (na * nb)
 
 
 class OutlierFilter:
