@@ -88,3 +88,17 @@ def test_random_scenarios_match_reference_solver() -> None:
         slow = maxmin_rates_reference(flows, caps.tolist())
         np.testing.assert_allclose(fast, slow, rtol=RATE_RTOL)
         _assert_maxmin_property(flows, caps, fast)
+
+
+def test_star_with_many_distinct_client_caps_matches_closed_form() -> None:
+    # One shared link C, private caps c_i: rate_i = min(c_i, lam) with
+    # sum_i min(c_i, lam) = C; lam found by bisection here.
+    rng = np.random.default_rng(3)
+    caps = rng.uniform(5e4, 2e5, 300)
+    shared = 8.3e6
+    lo, hi = 0.0, shared
+    for _ in range(200):
+        lam = (lo + hi) / 2
+        lo, hi = (lam, hi) if np.minimum(caps, lam).sum() < shared else (lo, lam)
+    rates = maxmin_rates([[0, 1 + i] for i in range(300)], np.concatenate(([shared], caps)))
+    np.testing.assert_allclose(rates, np.minimum(caps, lo), rtol=1e-9)

@@ -43,7 +43,11 @@ class FluidState:
         self.rate = np.zeros(0)
         self.links = np.zeros((0, 1), dtype=np.int64)
         self.pending: list[tuple[float, int, float, tuple[int, ...]]] = []
+        # Flows activated since the last flush, appended to the arrays in one go.
+        self.incoming: list[tuple[int, float, tuple[int, ...]]] = []
         self.dirty = False
+        self.t_done = math.inf  # earliest completion under current rates (valid if not dirty)
+        self.finish = np.zeros(0)  # absolute finish time of each active row
         #: Called as ``recorder(t, links, rate)`` after each rate recomputation.
         self.recorder: Callable[[float, np.ndarray, np.ndarray], None] | None = None
 
@@ -51,6 +55,7 @@ class FluidState:
         """Independent copy (arrays are never mutated in place)."""
         clone = copy.copy(self)
         clone.pending = list(self.pending)
+        clone.incoming = list(self.incoming)
         clone.recorder = None
         return clone
 
@@ -61,6 +66,15 @@ class FluidState:
 
     def activate(self, fids: list[int], sizes: list[float], links: list[tuple[int, ...]]) -> None:
         """Append flows (in this order) to the active set at the current time."""
+        self.incoming += zip(fids, sizes, links, strict=True)
+        self.dirty = True
+
+    def flush(self) -> None:
+        """Move buffered activations into the arrays (one concatenation per batch)."""
+        if not self.incoming:
+            return
+        fids, sizes, links = zip(*self.incoming, strict=True)
+        self.incoming = []
         width = max(self.links.shape[1], max(len(lk) for lk in links))
         mat = np.full((len(links), width), PAD, dtype=np.int64)
         for row, lk in enumerate(links):
@@ -74,16 +88,16 @@ class FluidState:
         self.size = np.concatenate([self.size, sz])
         self.rem = np.concatenate([self.rem, sz])
         self.rate = np.concatenate([self.rate, np.zeros(len(fids))])
-        self.dirty = True
 
     def remove(self, keep: np.ndarray) -> None:
-        """Keep only the active rows where ``keep`` is True."""
+        """Keep only the active rows where ``keep`` is True (after :meth:`flush`)."""
         self.fid, self.size = self.fid[keep], self.size[keep]
         self.rem, self.rate, self.links = self.rem[keep], self.rate[keep], self.links[keep]
         self.dirty = True
 
     def drop_pending(self, fid: int) -> bool:
         """Remove a pending flow; return whether it was pending."""
+        self.flush()
         for i, entry in enumerate(self.pending):
             if entry[1] == fid:
                 self.pending.pop(i)
@@ -108,14 +122,21 @@ class FluidState:
         return ok
 
     def recompute(self) -> None:
-        """Max-min rates of the eligible flows; waiting fcfs flows get rate 0."""
-        ok = self.eligible()
+        """Max-min rates of the eligible flows (waiting fcfs flows get rate 0),
+        each flow's absolute finish time and the earliest one."""
+        self.flush()
+        ok = self.eligible() if self.fcfs.any() else None
         if ok is None:
             self.rate = waterfill(self.links, self.cap)
+            self.finish = self.t + self.rem / self.rate
         else:
             rate = np.zeros(self.fid.shape[0])
             rate[ok] = waterfill(self.links[ok], self.cap)
             self.rate = rate
+            finish = np.full(rate.shape[0], np.inf)
+            finish[ok] = self.t + self.rem[ok] / rate[ok]
+            self.finish = finish
+        self.t_done = float(self.finish.min()) if self.finish.shape[0] else math.inf
         self.dirty = False
         if self.recorder is not None:
             self.recorder(self.t, self.links, self.rate)
@@ -125,12 +146,7 @@ class FluidState:
         """(earliest completion under current rates, earliest activation); inf if none."""
         if self.dirty:
             self.recompute()
-        t_done = math.inf
-        if self.fid.shape[0]:
-            with np.errstate(divide="ignore"):
-                t_done = self.t + float((self.rem / self.rate).min())
-        t_act = self.pending[0][0] if self.pending else math.inf
-        return t_done, t_act
+        return self.t_done, (self.pending[0][0] if self.pending else math.inf)
 
     def step(self, t_next: float, t_done: float) -> list[tuple[int, float]]:
         """Move to ``t_next`` (<= next completion) and apply the changes due then.
@@ -139,14 +155,10 @@ class FluidState:
         ordered by flow id.
         """
         done: list[tuple[int, float]] = []
-        if self.fid.shape[0] and t_next > self.t:
-            self.rem = np.maximum(self.rem - self.rate * (t_next - self.t), 0.0)
-        self.t = t_next
+        self.progress(t_next)
         if t_done <= t_next:
             finished = self.rem <= BYTES_RTOL * self.size
-            if not finished.any():  # the argmin flow may keep rounding dust
-                with np.errstate(divide="ignore"):
-                    finished[np.argmin(self.rem / self.rate)] = True
+            finished[np.argmin(self.finish)] = True  # it may keep rounding dust
             done = [(int(f), t_next) for f in self.fid[finished]]
             self.remove(~finished)
         while self.pending and self.pending[0][0] <= t_next:
@@ -160,10 +172,23 @@ class FluidState:
         done.sort(key=lambda item: item[0])
         return done
 
+    def progress(self, to: float) -> None:
+        """Move bytes at the current rates up to time ``to`` (no flow-set change)."""
+        if to > self.t:
+            if self.dirty:
+                self.recompute()
+            if self.fid.shape[0]:
+                self.rem = np.maximum(self.rem - self.rate * (to - self.t), 0.0)
+            self.t = to
+
     def run(self, to: float, first_only: bool = False) -> list[tuple[int, float]]:
         """Step until ``to`` (or the first completion if ``first_only``); return completions."""
         done: list[tuple[int, float]] = []
         while True:
+            # At ``to`` exactly, only due activations can still act: skip a recompute.
+            if self.t == to and not (self.pending and self.pending[0][0] <= to) and (
+                self.dirty or self.t_done > to):
+                break
             t_done, t_act = self.next_times()
             t_next = min(t_done, t_act)
             if t_next > to or math.isinf(t_next):
@@ -171,8 +196,6 @@ class FluidState:
             done += self.step(t_next, t_done)
             if first_only and done:
                 return done
-        if math.isfinite(to) and to > self.t:
-            if self.fid.shape[0]:
-                self.rem = np.maximum(self.rem - self.rate * (to - self.t), 0.0)
-            self.t = to
+        if math.isfinite(to):
+            self.progress(to)
         return done

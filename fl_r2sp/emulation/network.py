@@ -65,6 +65,7 @@ class Network:
         self._index: dict[str, int] = {}
         self._state = FluidState(np.array([np.inf]), np.array([False]))
         self._flows: dict[int, FlowInfo] = {}
+        self._ends: dict[int, float] = {}
         self._next_fid = 0
         self._keep = keep_finished
         self._unreported: list[tuple[int, float]] = []
@@ -166,8 +167,8 @@ class Network:
         self._unreported += self._finish(self._state.run(now))
 
     def _finish(self, done: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        for fid, end in done:
-            self._flows[fid] = replace(self._flows[fid], end=end)
+        for fid, end in done:  # FlowInfo is rebuilt lazily by flow_info (cheaper here)
+            self._ends[fid] = end
         return done
 
     def cancel_flow(self, fid: int) -> None:
@@ -190,11 +191,15 @@ class Network:
     def flow_info(self, fid: int) -> FlowInfo:
         """Record of flow ``fid`` (start, end if done, size, links, tag)."""
         try:
-            return self._flows[fid]
+            info = self._flows[fid]
         except KeyError:
             raise KeyError(
                 f"unknown flow id {fid}: never started, or finished with keep_finished=False"
             ) from None
+        end = self._ends.get(fid)
+        if end is None or info.end is not None:
+            return info
+        return FlowInfo(fid, info.start, info.overhead, info.size, info.links, info.tag, end)
 
     def next_completion(self) -> tuple[float, int] | None:
         """``(time, fid)`` of the earliest completion if no flow is added or cancelled.
@@ -210,10 +215,7 @@ class Network:
         t_done, t_act = st.next_times()
         result: tuple[float, int] | None = None
         if t_done <= t_act and math.isfinite(t_done):
-            with np.errstate(divide="ignore"):
-                ft = st.t + st.rem / st.rate
-            due = st.fid[ft <= t_done]
-            result = (t_done, int(due.min()) if due.size else int(st.fid[np.argmin(ft)]))
+            result = (t_done, int(st.fid[st.finish <= t_done].min()))
         elif math.isfinite(t_act):
             first = st.snapshot().run(math.inf, first_only=True)
             result = (first[0][1], first[0][0]) if first else None
@@ -235,6 +237,7 @@ class Network:
         if not self._keep:
             for fid in self._to_forget:
                 self._flows.pop(fid, None)
+                self._ends.pop(fid, None)
             self._to_forget = [fid for fid, _ in done]
         return done
 
@@ -268,7 +271,8 @@ class Network:
         """
         self._link_ids([link])
         deltas: dict[float, int] = {}
-        for info in self._flows.values():
+        for fid in self._flows:
+            info = self.flow_info(fid)
             if link in info.links:
                 deltas[info.start] = deltas.get(info.start, 0) + 1
                 if info.end is not None:
