@@ -1,0 +1,223 @@
+#!/usr/bin/env python
+"""Deploy the app on this machine: one SuperLink, N SuperNodes, ``flwr run``.
+
+Unlike ``flwr run .`` (the simulation engine), this is Flower's deployment
+runtime: separate SuperLink and SuperNode processes talking over HTTP, one
+``flwr-clientapp`` process per message, real (wall-clock) time. The run
+config gets ``clock='wall' num-partitions=N`` first, then ``--run-config``.
+
+Usage::
+
+    python scripts/deploy_local.py --num-supernodes 4 \\
+        --run-config "num-groups=2 max-updates=4 local-iterations=5"
+
+The commands it runs (copy them to deploy on real machines: start the
+SuperLink with ``--host 0.0.0.0``, point ``--superlink`` at its host, and use
+TLS instead of ``--insecure`` outside a trusted network). In flwr 1.42 the
+SuperLink's Fleet, Control and ServerAppIo APIs share one HTTP port::
+
+    # 1. the SuperLink (``--database`` keeps its state in a file)
+    flower-superlink --insecure --isolation subprocess --host 127.0.0.1 \\
+        --port 9091 --database state.db --disable-runtime-dependency-installation
+
+    # 2. one SuperNode per partition i = 0 .. N-1 (``--port`` is the node's
+    #    local ClientAppIo API: one per node on a shared machine)
+    flower-supernode --insecure --superlink 127.0.0.1:9091 \\
+        --host 127.0.0.1 --port $((9100 + i)) \\
+        --node-config "partition-id=$i num-partitions=$N"
+
+    # 3. a connection to the SuperLink in $FLWR_HOME/config.toml
+    [superlink]
+    default = "deployment"
+    [superlink.deployment]
+    address = "127.0.0.1:9091"
+    insecure = true
+
+    # 4. submit the app, stream its logs, then check how it ended
+    flwr run . deployment --stream --run-config "clock='wall' num-partitions=$N"
+    flwr ls deployment --run-id <id>
+
+Here the ports are free ones picked at start, ``FLWR_HOME`` and the database
+are in a temporary folder (deleted at the end unless ``--keep-home``; the
+SuperLink and SuperNode logs are there) and every process is stopped at the
+end, whatever happens (SIGTERM to each process group, SIGKILL after a grace
+period). The exit code is flwr's, 1 if the run itself did not complete, 124
+on ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script from a checkout
+    sys.path.insert(0, str(REPO))
+
+from fl_r2sp.flwr_util import (  # noqa: E402
+    flower_env, flwr_bin, free_ports, start_group, stop_group, stop_groups, wait_http_ok)
+
+CONNECTION = "deployment"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options (see ``--help``)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--num-supernodes", type=int, default=4,
+                   help="SuperNodes to start, one per partition (default: 4)")
+    p.add_argument("--run-config", default="",
+                   help="extra run-config overrides for flwr run, e.g. \"num-groups=2 max-updates=4\"")
+    p.add_argument("--timeout", type=float, default=1800.0,
+                   help="seconds before the run is abandoned, exit code 124 (default: 1800)")
+    p.add_argument("--startup-timeout", type=float, default=60.0,
+                   help="seconds to wait for the SuperLink to answer (default: 60)")
+    p.add_argument("--keep-home", action="store_true",
+                   help="keep the temporary FLWR_HOME (config, database, logs) and print its path")
+    p.add_argument("--app", type=Path, default=REPO, help="Flower app folder (default: this repository)")
+    args = p.parse_args(argv)
+    if args.num_supernodes < 1:
+        p.error(f"--num-supernodes must be >= 1, got {args.num_supernodes}")
+    if not (args.app / "pyproject.toml").is_file():
+        p.error(f"--app {args.app} has no pyproject.toml: pass the Flower app's folder")
+    return args
+
+
+def write_flower_config(home: Path, port: int) -> Path:
+    """Write ``home/config.toml`` with the insecure ``deployment`` connection."""
+    path = home / "config.toml"
+    path.write_text(
+        f'[superlink]\ndefault = "{CONNECTION}"\n\n'
+        f'[superlink.{CONNECTION}]\naddress = "127.0.0.1:{port}"\ninsecure = true\n'
+    )
+    return path
+
+
+def superlink_cmd(port: int, database: Path) -> list[str]:
+    """The ``flower-superlink`` command line (step 1 of the module docstring)."""
+    return [str(flwr_bin("flower-superlink")), "--insecure", "--isolation", "subprocess",
+            "--host", "127.0.0.1", "--port", str(port), "--database", str(database),
+            "--disable-runtime-dependency-installation"]
+
+
+def supernode_cmd(link_port: int, port: int, partition: int, num_partitions: int) -> list[str]:
+    """The ``flower-supernode`` command line of one partition (step 2)."""
+    return [str(flwr_bin("flower-supernode")), "--insecure", "--superlink", f"127.0.0.1:{link_port}",
+            "--host", "127.0.0.1", "--port", str(port),
+            "--node-config", f"partition-id={partition} num-partitions={num_partitions}"]
+
+
+def flwr_run_cmd(app: Path, num_partitions: int, overrides: str) -> list[str]:
+    """The ``flwr run`` command line (step 4); later ``--run-config`` flags win."""
+    cmd = [str(flwr_bin("flwr")), "run", str(app), CONNECTION, "--stream",
+           "--run-config", f"clock='wall' num-partitions={num_partitions}"]
+    if overrides.strip():
+        cmd += ["--run-config", overrides]
+    return cmd
+
+
+def stream(proc: subprocess.Popen[str], sink: list[str]) -> threading.Thread:
+    """Echo ``proc``'s output line by line (and keep it in ``sink``)."""
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            sink.append(line)
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_status(env: dict[str, str], output: str, app: Path) -> str | None:
+    """Final status of the run named in ``flwr run``'s output (e.g. finished:completed)."""
+    match = re.search(r"Successfully started run (\d+)", output)
+    if match is None:
+        return None
+    res = subprocess.run([str(flwr_bin("flwr")), "ls", CONNECTION, "--run-id", match.group(1),
+                          "--format", "json"], env=env, cwd=app, capture_output=True, text=True,
+                         timeout=60)
+    try:
+        return str(json.loads(res.stdout)["runs"][0]["status"])
+    except (ValueError, KeyError, IndexError):
+        return None
+
+
+def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
+    """Run ``flwr run`` to the end (or ``--timeout``); return the exit code."""
+    cmd = flwr_run_cmd(args.app.resolve(), args.num_supernodes, args.run_config)
+    print("$", " ".join(cmd), flush=True)
+    lines: list[str] = []
+    proc = subprocess.Popen(cmd, env=env, cwd=args.app, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    reader = stream(proc, lines)
+    try:
+        code = proc.wait(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"deploy_local: run did not finish within {args.timeout:.0f} s", file=sys.stderr)
+        return 124
+    finally:  # also on Ctrl-C: flwr runs in its own session and would not see it
+        if proc.poll() is None:
+            stop_group(proc)
+    reader.join(timeout=5.0)
+    if code != 0:
+        return code
+    status = run_status(env, "".join(lines), args.app)
+    print(f"deploy_local: run status {status}", flush=True)
+    return 0 if status == "finished:completed" else 1
+
+
+def deploy(args: argparse.Namespace, home: Path) -> int:
+    """Start the SuperLink and SuperNodes, run, stop everything; return the exit code."""
+    env = flower_env(home)
+    link_port, *node_ports = free_ports(1 + args.num_supernodes)
+    write_flower_config(home, link_port)
+    logs = home / "logs"
+    logs.mkdir()
+    procs: list[subprocess.Popen[bytes]] = []
+    handles = []
+    try:
+        handles.append(open(logs / "superlink.log", "wb"))
+        procs.append(start_group(superlink_cmd(link_port, home / "state.db"), env, args.app, handles[-1]))
+        wait_http_ok(f"http://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0])
+        for i, port in enumerate(node_ports):
+            handles.append(open(logs / f"supernode-{i}.log", "wb"))
+            procs.append(start_group(supernode_cmd(link_port, port, i, args.num_supernodes),
+                                     env, args.app, handles[-1]))
+        return submit(args, env)
+    finally:
+        # SuperNodes first: they deregister from the SuperLink while it still runs.
+        stop_groups(procs[1:])
+        stop_groups(procs[:1])
+        for handle in handles:
+            handle.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args = parse_args(argv)
+    home = Path(tempfile.mkdtemp(prefix="flwr-deploy-"))
+    code = 1
+    try:
+        code = deploy(args, home)
+    finally:
+        if code != 0:
+            for log in sorted((home / "logs").glob("*.log")):
+                tail = log.read_text(errors="replace").splitlines()[-15:]
+                print(f"--- last lines of {log.name} ---", *tail, sep="\n", file=sys.stderr)
+        if args.keep_home:
+            print(f"deploy_local: FLWR_HOME kept at {home}", flush=True)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
