@@ -25,7 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fl_r2sp.datasets import load_dataset, make_partition, resolve_data_dir, shared_data_dir  # noqa: E402
+from fl_r2sp.datasets import (  # noqa: E402  (after the sys.path line)
+    load_dataset,
+    make_partition,
+    resolve_data_dir,
+    shared_data_dir,
+)
 
 
 def _load_both(name: str, data_dir: Path) -> tuple[float, int, int]:

@@ -98,13 +98,15 @@ def test_same_seed_same_partition_bit_for_bit() -> None:
 def test_fill_redistributes_shortfall_by_client_proportions() -> None:
     # Wants 6/3/1 of class 0/1/2 but class 0 has only 2 left: the 4 missing
     # go to classes 1 and 2 in ratio 0.3 : 0.1 -> 3 and 1.
-    counts = _fill(np.array([0.6, 0.3, 0.1]), 10, np.array([2, 100, 100]))
+    counts, moved = _fill(np.array([0.6, 0.3, 0.1]), 10, np.array([2, 100, 100]))
     np.testing.assert_array_equal(counts, [2, 6, 2])
+    assert moved == 4
+    assert _fill(np.array([0.6, 0.3, 0.1]), 10, np.array([9, 9, 9]))[1] == 0
     # Own classes all empty: follow what is left (only class 2).
-    np.testing.assert_array_equal(_fill(np.array([1.0, 0.0, 0.0]), 4, np.array([0, 0, 9])),
+    np.testing.assert_array_equal(_fill(np.array([1.0, 0.0, 0.0]), 4, np.array([0, 0, 9]))[0],
                                   [0, 0, 4])
     # Capped twice: class 1 also runs out during redistribution.
-    np.testing.assert_array_equal(_fill(np.array([0.5, 0.4, 0.1]), 10, np.array([1, 2, 50])),
+    np.testing.assert_array_equal(_fill(np.array([0.5, 0.4, 0.1]), 10, np.array([1, 2, 50]))[0],
                                   [1, 2, 7])
 
 

@@ -24,10 +24,13 @@ from .partition_base import Partition, as_labels, check_alpha, check_clients, ch
 from .split import largest_remainder, round_half_up
 
 
-def _fill(p: np.ndarray, size: int, available: np.ndarray) -> np.ndarray:
-    """Class counts summing to ``size`` following ``p``, never above ``available``."""
+def _fill(p: np.ndarray, size: int, available: np.ndarray) -> tuple[np.ndarray, int]:
+    """Class counts summing to ``size`` following ``p``, never above ``available``.
+
+    Returns the counts and how many samples had to be redistributed.
+    """
     counts = np.minimum(largest_remainder(p, size), available)
-    shortfall = size - int(counts.sum())
+    shortfall = moved = size - int(counts.sum())
     while shortfall > 0:
         room = available - counts
         weights = np.where(room > 0, p, 0.0)
@@ -38,7 +41,7 @@ def _fill(p: np.ndarray, size: int, available: np.ndarray) -> np.ndarray:
         # Each pass either fills the client or closes at least one class, so
         # the loop runs at most K times.
         shortfall = size - int(counts.sum())
-    return counts
+    return counts, moved
 
 
 def paper_partition(
@@ -104,10 +107,8 @@ def paper_partition(
     avail_total = np.array([len(pl) for pl in pools], dtype=np.int64)
     indices, exhausted, moved = [], 0, 0
     for i in range(num_clients):
-        counts = _fill(props[i], size, avail_total - taken)
-        wanted = np.minimum(largest_remainder(props[i], size), avail_total - taken)
-        if (diff := int(size - wanted.sum())) > 0:
-            exhausted, moved = exhausted + 1, moved + diff
+        counts, diff = _fill(props[i], size, avail_total - taken)
+        exhausted, moved = exhausted + (diff > 0), moved + diff
         rows = [pools[c][taken[c] : taken[c] + counts[c]] for c in range(k)]
         taken += counts
         indices.append(np.sort(np.concatenate(rows)).astype(np.int64))
