@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fl_r2sp.datasets import (
     dirichlet_partition,
@@ -176,3 +178,25 @@ def test_make_partition_errors(kwargs: dict, match: str) -> None:
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         make_partition(**args)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(20, 400),
+    k=st.integers(1, 12),
+    clients=st.integers(1, 20),
+    alpha=st.sampled_from([0.05, 0.1, 1.0, 10.0]),
+    fraction=st.sampled_from([0.0, 0.25, 0.5, 0.9]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_paper_invariants_hold_for_any_input(n, k, clients, alpha, fraction, seed) -> None:
+    # Skewed label counts (class c has weight c + 1) make pools run out often.
+    weights = np.arange(1, k + 1) / (k * (k + 1) / 2)
+    labels = np.random.default_rng(seed).choice(k, size=n, p=weights)
+    clients = min(clients, n)
+    p = paper_partition(labels, clients, alpha=alpha, outlier_fraction=fraction, seed=seed)
+    assert (p.sizes() == n // clients).all()
+    _assert_disjoint(p, n)
+    assert len(p.outlier_ids) == round_half_up(fraction * clients)
+    assert all(0 <= o < clients for o in p.outlier_ids)
+    assert p.stats["redistributed_samples"] >= p.stats["exhausted_clients"]
