@@ -242,8 +242,9 @@ class Network:
         return done
 
     def in_flight(self) -> int:
-        """Number of flows started and not finished (overhead phase included)."""
-        return int(self._state.fid.shape[0]) + len(self._state.pending) + len(self._unreported)
+        """Flows started and not yet reported by :meth:`advance` (overhead phase included)."""
+        st = self._state
+        return int(st.fid.shape[0]) + len(st.incoming) + len(st.pending) + len(self._unreported)
 
     def uncontended_time(self, size: float, links: Sequence[str], overhead: float = 0.0) -> float:
         """Lower bound on a flow's duration: ``overhead + size / min capacity``."""
