@@ -64,7 +64,7 @@ class RunConfig:
     staleness_b: float = _f(4.0, "Hinge staleness threshold b.")
     buffer_size: int = _f(10, "FedBuff: K updates per server step.")
     server_lr: float = _f(1.0, "FedBuff server learning rate on the mean buffered delta.")
-    max_failures: int = _f(3, "Consecutive failed jobs before a client is dropped.")
+    max_failures: int = _f(3, "Consecutive failed jobs re-sent; one more drops the client.")
     # --- data and model -------------------------------------------------------
     dataset: Dataset = _f("digits", "digits (embedded), cifar10, kws or kws-audio.")
     data_dir: str = _f("", "Data directory ('' = $FL_R2SP_DATA or the user cache dir).")
@@ -79,7 +79,7 @@ class RunConfig:
     max_train_samples: int = _f(0, "Subsample the train pool first (0 = all).")
     local_iterations: int = _f(20, "tau, local SGD iterations per round (paper: 100).")
     batch_size: int = _f(32, "Local mini-batch size.")
-    lr: float = _f(0.05, "Local SGD learning rate (paper: 0.01).")
+    lr: float = _f(0.1, "Local SGD learning rate (paper: 0.01; 0.1 suits the digits MLP).")
     momentum: float = _f(0.0, "Local SGD momentum.")
     weight_decay: float = _f(0.0, "Local SGD weight decay.")
     augment: bool = _f(False, "CIFAR-10 random crop + flip during local training.")
@@ -91,7 +91,7 @@ class RunConfig:
     device: str = _f("profile", "Device speed model ('profile' = the profile's).")
     dropout: str = _f("none", "Availability model, e.g. bernoulli(p=0.05,down=30).")
     # --- stopping, evaluation, output -----------------------------------------
-    max_updates: int = _f(40, "Stop after this many global updates (0 = no limit).")
+    max_updates: int = _f(60, "Stop after this many global updates (0 = no limit).")
     time_budget: float = _f(0.0, "Stop after this much (virtual or wall) time (0 = none).")
     convergence_window: int = _f(0, "Stop when accuracy stagnates this many evals (0 = off).")
     convergence_tol: float = _f(0.001, "Accuracy gain that counts as progress.")
