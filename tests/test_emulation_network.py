@@ -213,3 +213,35 @@ def test_bad_inputs_raise_clear_errors() -> None:
         net.flow_info(42)
     with pytest.raises(ValueError, match="at least 1 client"):
         star_network(0, get_profile("lan"))
+
+
+def test_trace_integrates_rates_exactly_per_bin() -> None:
+    # 3 bytes at rate 1 from t=0.5 to 3.5: bins of 1 s carry 0.5, 1, 1, 0.5.
+    net = _line(1.0)
+    net.advance(0.5)
+    net.start_flow(0.5, 3.0, ["s"])
+    net.advance(10.0)
+    times, carried = net.trace("s", 1.0, 5.0)
+    assert times.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert carried.tolist() == pytest.approx([0.5, 1.0, 1.0, 0.5, 0.0], rel=TIME_RTOL)
+
+
+def test_fcfs_order_is_arrival_after_overhead() -> None:
+    # A starts first but pays 1 s overhead; B (no overhead) reaches the fcfs link
+    # first and is served first: B ends at 2, A moves from 2 to 4.
+    net = _line(1.0, discipline="fcfs")
+    a = net.start_flow(0.0, 2.0, ["s"], overhead=1.0)
+    b = net.start_flow(0.0, 2.0, ["s"])
+    assert net.next_completion() == (pytest.approx(2.0), b)
+    assert net.advance(10.0) == [(b, pytest.approx(2.0)), (a, pytest.approx(4.0))]
+
+
+def test_forgotten_flows_stay_readable_until_next_advance() -> None:
+    net = Network(keep_finished=False)
+    net.add_link("s", 1.0)
+    a = net.start_flow(0.0, 1.0, ["s"], tag="x")
+    assert net.advance(5.0) == [(a, pytest.approx(1.0))]
+    assert net.flow_info(a).end == pytest.approx(1.0) and net.flow_info(a).tag == "x"
+    net.advance(6.0)
+    with pytest.raises(KeyError, match="keep_finished=False"):
+        net.flow_info(a)
