@@ -69,7 +69,7 @@ class ClientRuntime:
         self.model = build_model(self.model_name, num_classes=self._num_classes(), seed=0)
         self.template = state_to_arrays(self.model)
         profile = get_profile(self.cfg.network)
-        base = profile.seconds_per_iteration.get(self.model_name, 0.0)
+        base = profile.iteration_seconds(self.model_name)
         self.device = make_device_model(self.cfg.device, base)
         self.delay = make_delay(self.cfg.delay)
 
@@ -94,8 +94,15 @@ class ClientRuntime:
         if self.cfg.timing_only:
             # Timing experiments: no SGD, the model is echoed; only the modelled
             # durations (and the transfer sizes) matter.
-            return Reply(job.cid, job.index, job.tag, job.weights, num_examples=1,
-                         compute_s=self.compute_seconds(job.cid), delay_s=delay)
+            reply = Reply(job.cid, job.index, job.tag, job.weights, num_examples=1,
+                          compute_s=self.compute_seconds(job.cid), delay_s=delay)
+        else:
+            reply = self._train(job, delay)
+        if sleep_delay and delay > 0:
+            time.sleep(delay)  # the paper's clients wait before returning their update
+        return reply
+
+    def _train(self, job: Job, delay: float) -> Reply:
         data = data_for(self.cfg).client(job.cid)
         arrays_to_state(self.model, unflatten(job.weights, self.template))
         started = time.perf_counter()
@@ -112,8 +119,6 @@ class ClientRuntime:
             augment=self.cfg.augment,
         )
         measured = time.perf_counter() - started
-        if sleep_delay and delay > 0:
-            time.sleep(delay)
         compute = measured if self.cfg.clock == "wall" else self.compute_seconds(job.cid)
         return Reply(
             cid=job.cid,
