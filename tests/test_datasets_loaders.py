@@ -194,3 +194,12 @@ def test_unknown_names_and_info() -> None:
     assert dataset_info("kws") == ((98, 40), 10) == dataset_info("kws-audio")
     assert dataset_info("digits") == ((64,), 10)
     assert len(KEYWORDS) == 10
+
+
+def test_damaged_cache_entry_is_rebuilt(tmp_path: Path) -> None:
+    synthetic.write_cifar_npz(tmp_path, "test", n=4)
+    first = load_dataset("cifar10", "test", data_dir=tmp_path)
+    (x_file,) = (tmp_path / "cache").glob("cifar10-npz-test-*/x.npy")
+    x_file.write_bytes(b"truncated")
+    again = load_dataset("cifar10", "test", data_dir=tmp_path)
+    np.testing.assert_array_equal(first.x, again.x)
