@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
-import sys
 
 import numpy as np
 

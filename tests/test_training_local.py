@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -75,6 +76,15 @@ def test_client_with_fewer_samples_than_batch() -> None:
     model = build_model("mlp")
     result = train_local(model, x, y, iterations=3, batch_size=32, lr=0.1)
     assert result.num_examples == 5 and result.iterations == 3
+
+
+def test_read_only_arrays_train_without_warnings() -> None:
+    x, y = learnable("mlp", 8)
+    x.setflags(write=False)
+    y.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train_local(build_model("mlp"), x, y, iterations=2, batch_size=4)
 
 
 def test_schedule_reshuffles_per_epoch_and_keeps_batches_full() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -40,8 +42,12 @@ def as_tensors(x: np.ndarray, y: np.ndarray, what: str) -> tuple[torch.Tensor, t
         raise ValueError(f"{what}: labels must be >= 0, found {int(y.min())}")
     if not np.isfinite(x).all():
         raise ValueError(f"{what}: x contains NaN or infinite values")
-    xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-    yt = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
+    with warnings.catch_warnings():
+        # Cached datasets may be read-only (memory-mapped); torch warns on
+        # wrapping them, but training and evaluation only ever read x and y.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+        yt = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
     return xt, yt
 
 
