@@ -187,6 +187,27 @@ def pids_matching(text: str) -> list[int]:
     return sorted(found)
 
 
+def pids_with_env(key: str, value: str) -> list[int]:
+    """Pids of live processes (readable by this user) started with ``key=value``.
+
+    Children inherit the environment, so this finds every process a launcher
+    started with, e.g., ``FLWR_HOME=<dir>`` even when their command lines do
+    not name it.
+    """
+    wanted = f"{key}={value}".encode()
+    found = []
+    for pid in _proc_stats():
+        if pid == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:  # exited, or another user's
+            continue
+        if wanted in environ:
+            found.append(pid)
+    return sorted(found)
+
+
 def descendants(pids: Iterable[int]) -> set[int]:
     """All live descendants (children, grandchildren ...) of ``pids``."""
     children: dict[int, list[int]] = {}
@@ -244,12 +265,13 @@ def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
 def local_superlink_pids(flwr_home: str | os.PathLike[str]) -> list[int]:
     """Processes of the SuperLink ``flwr run`` started for ``flwr_home``.
 
-    The SuperLink's command line names ``<flwr_home>/local-superlink/state.db``;
-    its ``flower-superexec`` only names ``--parent-pid <superlink pid>`` and
-    runs in its own session; the ServerApp and simulation processes are
-    their descendants.
+    The SuperLink's command line names ``<flwr_home>/local-superlink/state.db``
+    and its environment holds ``FLWR_HOME=<flwr_home>`` (inherited by what it
+    starts); its ``flower-superexec`` runs in its own session and names
+    ``--parent-pid <superlink pid>``; the ServerApp and simulation processes
+    are their descendants. All of these are returned.
     """
-    roots = set(pids_matching(str(Path(flwr_home))))
+    roots = set(pids_matching(str(Path(flwr_home)))) | set(pids_with_env("FLWR_HOME", str(flwr_home)))
     for pid in list(roots):
         roots.update(pids_matching(f"--parent-pid {pid}"))
     return sorted(roots | descendants(roots))

@@ -81,6 +81,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="seconds to wait for the SuperLink to answer (default: 60)")
     p.add_argument("--keep-home", action="store_true",
                    help="keep the temporary FLWR_HOME (config, database, logs) and print its path")
+    p.add_argument("--flwr-home", type=Path, default=None,
+                   help="use this empty or new folder as FLWR_HOME (kept) instead of a temporary one")
     p.add_argument("--app", type=Path, default=REPO, help="Flower app folder (default: this repository)")
     args = p.parse_args(argv)
     if args.num_supernodes < 1:
@@ -203,7 +205,15 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = parse_args(argv)
-    home = Path(tempfile.mkdtemp(prefix="flwr-deploy-"))
+    if args.flwr_home is not None:
+        home = args.flwr_home.resolve()
+        home.mkdir(parents=True, exist_ok=True)
+        if any(home.iterdir()):
+            print(f"deploy_local: --flwr-home {home} is not empty: pass a new folder", file=sys.stderr)
+            return 2
+        args.keep_home = True
+    else:
+        home = Path(tempfile.mkdtemp(prefix="flwr-deploy-"))
     code = 1
     try:
         code = deploy(args, home)
