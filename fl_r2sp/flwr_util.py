@@ -172,8 +172,13 @@ def _proc_stats() -> dict[int, tuple[str, int, int]]:
     return stats
 
 
-def pids_matching(text: str) -> list[int]:
-    """Pids of live processes whose command line contains ``text`` (not this one)."""
+def pids_matching(text: str, whole_args: bool = False) -> list[int]:
+    """Pids of live processes whose command line contains ``text`` (not this one).
+
+    With ``whole_args`` the match must start and end at argument boundaries
+    (``"--parent-pid 12"`` then does not match ``--parent-pid 123``).
+    """
+    wanted = f" {text} ".encode() if whole_args else text.encode()
     found = []
     for pid in _proc_stats():
         if pid == os.getpid():
@@ -182,7 +187,7 @@ def pids_matching(text: str) -> list[int]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if text.encode() in cmdline:
+        if wanted in (b" " + cmdline + b" " if whole_args else cmdline):
             found.append(pid)
     return sorted(found)
 
@@ -273,7 +278,7 @@ def local_superlink_pids(flwr_home: str | os.PathLike[str]) -> list[int]:
     """
     roots = set(pids_matching(str(Path(flwr_home)))) | set(pids_with_env("FLWR_HOME", str(flwr_home)))
     for pid in list(roots):
-        roots.update(pids_matching(f"--parent-pid {pid}"))
+        roots.update(pids_matching(f"--parent-pid {pid}", whole_args=True))
     return sorted(roots | descendants(roots))
 
 
