@@ -4,7 +4,8 @@
 * a virtual-clock run is the same with 1 or 2 simulation actors, and the
   same as the in-process runner (so Flower's scheduling does not leak into
   results);
-* ``scripts/deploy_local.py`` runs a real SuperLink + 4 SuperNodes, wall clock.
+* ``scripts/deploy_local.py`` runs a real SuperLink + 4 SuperNodes, wall
+  clock, two rounds per group.
 
 Each ``flwr run`` takes ~30 s on 2 cores, the deployment ~1-2 min.
 """
@@ -21,7 +22,8 @@ from typing import Any
 import pytest
 
 from fl_r2sp.config import RunConfig
-from fl_r2sp.flwr_util import flwr_bin, local_superlink_env, pids_matching, pids_with_env
+from fl_r2sp.flwr_util import (
+    flwr_bin, local_superlink_env, local_superlink_pids, pids_matching, pids_with_env)
 from fl_r2sp.server.runner import run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,7 +88,9 @@ def one_actor_run(sim_env: dict[str, str], tmp_path_factory: pytest.TempPathFact
     return flwr_simulation(sim_env, tmp_path_factory.mktemp("runs-1-actor"), ONE_ACTOR)
 
 
-def test_simulation_writes_run_directory(one_actor_run: Path) -> None:
+def test_simulation_writes_run_directory(one_actor_run: Path, flwr_home: Path) -> None:
+    # flwr run left its SuperLink running; the finder used by the teardown sees it.
+    assert local_superlink_pids(flwr_home)
     s = summary(one_actor_run)
     assert 0.0 <= s["final_accuracy"] <= 1.0
     assert s["global_updates"] == RUN["max_updates"]
@@ -115,7 +119,7 @@ def test_actor_count_and_in_process_agree(one_actor_run: Path, sim_env: dict[str
 
 def test_deploy_local_script(tmp_path: Path) -> None:
     home, runs = tmp_path / "deploy-home", tmp_path / "runs"
-    overrides = run_config(runs, num_groups=2, max_updates=2, gap_factor=0.0, eval_every=2,
+    overrides = run_config(runs, num_groups=2, max_updates=4, eval_every=2,
                            local_iterations=5, delay="constant(value=0.05)", plots=False)
     cmd = [sys.executable, str(REPO / "scripts" / "deploy_local.py"), "--num-supernodes", "4",
            "--timeout", "400", "--flwr-home", str(home), "--run-config", overrides]
@@ -123,9 +127,11 @@ def test_deploy_local_script(tmp_path: Path) -> None:
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     assert "run status finished:completed" in out
-    s = summary(only_run_dir(runs))
-    assert s["global_updates"] == 2 and 0.0 <= s["final_accuracy"] <= 1.0
-    config = json.loads((only_run_dir(runs) / "config.json").read_text())["config"]
+    folder = only_run_dir(runs)
+    s = summary(folder)
+    assert s["global_updates"] == 4 and 0.0 <= s["final_accuracy"] <= 1.0
+    assert [g for _, g in group_applies(folder)] == [0, 1, 0, 1]  # two rounds per group
+    config = json.loads((folder / "config.json").read_text())["config"]
     assert config["clock"] == "wall" and config["num-partitions"] == 4
     # Everything it started is gone: all were started with FLWR_HOME=<home>.
     assert not pids_with_env("FLWR_HOME", str(home.resolve()))
