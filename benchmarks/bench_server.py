@@ -1,0 +1,153 @@
+"""Server benchmarks of issue 4; every figure is a ratio measured side by side.
+
+    .venv/bin/python benchmarks/bench_server.py overhead   # (a) Flower virtual-time run vs bare PyTorch loop
+    .venv/bin/python benchmarks/bench_server.py fedavg     # (b) our BSP vs Flower's FedAvg.start()
+    .venv/bin/python benchmarks/bench_server.py loop       # (c) event-loop cost per update, 1,000 clients
+    .venv/bin/python benchmarks/bench_server.py contention # (d) FL-R²SP vs BSP on paper-ec2
+
+(a) and (b) start `flwr run` (a private FLWR_HOME; the SuperLink is stopped
+afterwards); their wall times are the strategies' own (start-up of Flower and
+Ray excluded, and reported separately).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fl_r2sp.clients.runtime import data_for, initial_weights, job_seed  # noqa: E402
+from fl_r2sp.config import RunConfig  # noqa: E402
+from fl_r2sp.flwr_util import flower_env, flwr_bin, stop_local_superlink  # noqa: E402
+from fl_r2sp.models import build_model, resolve_model_name  # noqa: E402
+from fl_r2sp.server.runner import run  # noqa: E402
+from fl_r2sp.training import set_torch_threads, train_local  # noqa: E402
+
+
+def flwr_run(overrides: str, supernodes: int, home: Path, run_dir: Path) -> dict:
+    """`flwr run .` with ``overrides``; returns the run's summary.json plus start-up time."""
+    cmd = [str(flwr_bin()), "run", ".", "--stream", "--federation-config",
+           f"num-supernodes={supernodes}", "--run-config", f"{overrides} run-dir='{run_dir}' plots=false"]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=flower_env(home), capture_output=True, text=True, timeout=1800)
+    total = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"flwr run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    newest = max(run_dir.iterdir(), key=lambda p: p.stat().st_mtime)
+    out = json.loads((newest / "summary.json").read_text())["summary"]
+    out["process_seconds"] = total
+    return out
+
+
+def bare_loop(cfg: RunConfig, jobs: list[tuple[int, int]]) -> float:
+    """Wall seconds of a plain PyTorch loop training the same (client, job) list."""
+    set_torch_threads(cfg.torch_threads)
+    data = data_for(cfg)
+    model = build_model(resolve_model_name(cfg.model, cfg.dataset), data.train.num_classes)
+    w0 = initial_weights(cfg)
+    from fl_r2sp.models.weights import set_flat_weights
+
+    started = time.perf_counter()
+    for cid, index in jobs:
+        set_flat_weights(model, w0)
+        part = data.client(cid)
+        train_local(model, part.x, part.y, cfg.local_iterations, cfg.batch_size, cfg.lr,
+                    seed=job_seed(cfg.seed, cid, index))
+    return time.perf_counter() - started
+
+
+def bench_overhead(tau: int, updates: int) -> None:
+    over = f"strategy='fl-r2sp' num-partitions=16 num-groups=4 local-iterations={tau} max-updates={updates} eval-every={updates}"
+    cfg = RunConfig.from_run_config({"strategy": "fl-r2sp", "num-partitions": 16, "num-groups": 4,
+                                     "local-iterations": tau, "max-updates": updates, "eval-every": updates})
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as rd:
+        try:
+            s = flwr_run(over, 16, Path(home), Path(rd))
+        finally:
+            stop_local_superlink(home)
+    inproc = run(cfg, write=False, progress=False)
+    jobs = [(r["cid"], r["job"]) for r in inproc.events.jobs if r.get("push_end") is not None]
+    bare = bare_loop(cfg, jobs)
+    print(f"(a) tau={tau}: {len(jobs)} client jobs | bare PyTorch {bare:.2f}s | in-process runner "
+          f"{inproc.summary['wall_seconds']:.2f}s ({inproc.summary['wall_seconds'] / bare:.2f}x) | "
+          f"Flower simulation strategy {s['wall_seconds']:.2f}s ({s['wall_seconds'] / bare:.2f}x); "
+          f"flwr process incl. start-up {s['process_seconds']:.1f}s")
+
+
+def bench_fedavg(rounds: int, tau: int) -> None:
+    common = (f"num-partitions=8 num-groups=1 fraction=1.0 aggregation='weighted' delay='none' "
+              f"local-iterations={tau} max-updates={rounds} eval-every=1")
+    res = {}
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as rd:
+        try:
+            for strat in ("fedavg", "bsp"):
+                res[strat] = flwr_run(f"strategy='{strat}' {common}", 8, Path(home), Path(rd))
+        finally:
+            stop_local_superlink(home)
+    fa, bsp = res["fedavg"]["wall_seconds"], res["bsp"]["wall_seconds"]
+    print(f"(b) {rounds} rounds x 8 clients, tau={tau}: FedAvg.start() {fa:.2f}s, our BSP {bsp:.2f}s "
+          f"-> throughput ratio BSP/FedAvg = {fa / bsp:.2f}x; final accuracy {res['fedavg']['final_accuracy']:.4f} "
+          f"vs {res['bsp']['final_accuracy']:.4f}")
+
+
+def bench_loop(clients: int, updates: int) -> None:
+    for strat, extra in (("bsp", {}), ("fl-r2sp", {"num_groups": 16}), ("asp", {}), ("fedbuff", {})):
+        cfg = RunConfig(strategy=strat, dataset="cifar10", model="cnn", timing_only=True,
+                        num_partitions=clients, max_updates=updates, eval_every=10**6,
+                        local_iterations=100, network="paper-ec2", **extra)
+        started = time.perf_counter()
+        out = run(cfg, write=False, progress=False)
+        wall = time.perf_counter() - started
+        n = out.summary["num_completed"]
+        print(f"(c) {strat:8s} {clients} clients, CNN 62k params: {n} client updates in {wall:.2f}s "
+              f"-> {1e6 * wall / n:.0f} us per update (loop + policy + network + in-process client)")
+
+
+def bench_contention(clients: int, updates: int) -> None:
+    rows = {}
+    for strat, m in (("bsp", 1), ("fl-r2sp", clients // 16)):
+        for profile in ("paper-ec2", "paper-ec2-fcfs"):
+            cfg = RunConfig(strategy=strat, num_groups=m, dataset="cifar10", model="cnn",
+                            timing_only=True, num_partitions=clients, local_iterations=100,
+                            network=profile, max_updates=updates * max(m, 1), eval_every=10**6)
+            rows[(strat, profile)] = run(cfg, write=False, progress=False).summary
+    print(f"(d) {clients} clients, CNN 0.25 MB, tau=100, groups of 16 (paper: pull 2.73 vs 0.38 s, "
+          "push 0.38 vs 0.34 s, round 10.69 vs 8.31 s)")
+    for (strat, profile), s in rows.items():
+        print(f"    {strat:8s} {profile:15s} pull {s['avg_pull_s']:.3f}s push {s['avg_push_s']:.3f}s "
+              f"round {s['avg_round_s']:.2f}s cycle {s['avg_cycle_s']:.2f}s")
+    for profile in ("paper-ec2", "paper-ec2-fcfs"):
+        b, f = rows[("bsp", profile)], rows[("fl-r2sp", profile)]
+        print(f"    {profile}: BSP/FL-R²SP pull ratio {b['avg_pull_s'] / f['avg_pull_s']:.1f}x, "
+              f"comm (push+pull) reduction {1 - (f['avg_pull_s'] + f['avg_push_s']) / (b['avg_pull_s'] + b['avg_push_s']):.1%}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["overhead", "fedavg", "loop", "contention", "all"])
+    p.add_argument("--tau", type=int, default=100)
+    p.add_argument("--updates", type=int, default=40)
+    p.add_argument("--clients", type=int, default=1000)
+    a = p.parse_args()
+    np.seterr(all="ignore")
+    if a.what in ("overhead", "all"):
+        bench_overhead(a.tau, a.updates)
+    if a.what in ("fedavg", "all"):
+        bench_fedavg(10, a.tau)
+    if a.what in ("loop", "all"):
+        bench_loop(a.clients, 200)
+    if a.what in ("contention", "all"):
+        bench_contention(128, 30)
+
+
+if __name__ == "__main__":
+    main()
