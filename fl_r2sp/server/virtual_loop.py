@@ -20,6 +20,7 @@ order. So a seed gives the same result with any number of Ray actors.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -109,6 +110,9 @@ class VirtualLoop(LoopBase):
         self.deferred: dict[int, _JobState] = {}  # waiting for the node to be free
         self.offline_until: dict[int, float] = {}
         self.parked: dict[int, tuple[np.ndarray, int]] = {}  # sends to offline clients
+        self._bounds: list[tuple[float, int, int]] = []  # see _must_wait
+        self._pull_lbs: dict[int, float] = {}
+        self._node_jobs: set[int] = set()  # clients whose submitted job is unanswered
 
     # -- public ------------------------------------------------------------------
     def run(self, weights: np.ndarray, clients: list[int]) -> np.ndarray:
@@ -138,25 +142,51 @@ class VirtualLoop(LoopBase):
         times = [x for x in (ev.time if ev else None, nc[0] if nc else None) if x is not None]
         return min(times) if times else None
 
+    def _pull_lb(self, cid: int) -> float:
+        """Uncontended pull time of ``cid`` (a lower bound of any pull)."""
+        lb = self._pull_lbs.get(cid)
+        if lb is None:
+            lb = self.net.uncontended_time(self.model_bytes, pull_links(cid), self.overhead)
+            self._pull_lbs[cid] = lb
+        return lb
+
     def _push_start_bound(self, st: _JobState) -> float:
         """Earliest virtual time the job's push could start (reply unknown)."""
         if st.pull_end is not None:
             pull_end = st.pull_end
         else:
-            lb = self.net.uncontended_time(self.model_bytes, pull_links(st.job.cid), self.overhead)
-            pull_end = max(self.clock.now(), st.dispatch + lb)
+            pull_end = max(self.clock.now(), st.dispatch + self._pull_lb(st.job.cid))
         return pull_end + self.compute_lb.get(st.job.cid, 0.0)
 
     def _must_wait(self, t: float) -> bool:
-        return any(
-            not st.dead and self._push_start_bound(st) <= t for st in self.unreplied.values()
-        )
+        """True if a job with a missing reply could start its push at or before t.
+
+        ``_bounds`` is a lazy min-heap of lower bounds: a job's true bound
+        only grows with time, so a stale entry is re-keyed when it reaches
+        the top, and answered/dead jobs are dropped there.
+        """
+        heap = self._bounds
+        while heap:
+            stored, cid, index = heap[0]
+            st = self.unreplied.get((cid, index))
+            if st is None or st.dead:
+                heapq.heappop(heap)
+                continue
+            if stored > t:
+                return False
+            true = self._push_start_bound(st)
+            if true > stored:
+                heapq.heapreplace(heap, (true, cid, index))
+                continue
+            return True
+        return False
 
     def _receive(self) -> None:
         """Block for at least one real reply and file what it tells."""
         replies = self.transport.poll(timeout=1.0) or self._timed_out()
         for reply in replies:
             st = self.unreplied.pop((reply.cid, reply.index), None)
+            self._node_jobs.discard(reply.cid)
             self._submit_deferred(reply.cid)
             if st is None or st.dead:
                 continue
@@ -217,6 +247,8 @@ class VirtualLoop(LoopBase):
         st = _JobState(job=job, dispatch=now)
         self.active[cid] = st
         self.unreplied[(cid, job.index)] = st
+        bound = now + self._pull_lb(cid) + self.compute_lb.get(cid, 0.0)
+        heapq.heappush(self._bounds, (bound, cid, job.index))
         st.pull_fid = self.net.start_flow(now, self.model_bytes, pull_links(cid), self.overhead, tag=cid)
         self.flows[st.pull_fid] = ("pull", st)
         self.events.dispatched(cid, job.index, tag, now, getattr(self.policy, "group_of", lambda c: None)(cid))
@@ -227,7 +259,8 @@ class VirtualLoop(LoopBase):
         self._schedule_dropout(now, st)
 
     def _node_busy(self, cid: int) -> bool:
-        return any(k[0] == cid and s.submitted for k, s in self.unreplied.items() if s.dead)
+        # A dead job's message may still be running on the node: one in flight per node.
+        return cid in self._node_jobs
 
     def _submit_deferred(self, cid: int) -> None:
         st = self.deferred.get(cid)
@@ -238,6 +271,7 @@ class VirtualLoop(LoopBase):
 
     def _submit(self, st: _JobState) -> None:
         st.submitted, st.sent = True, time.monotonic()
+        self._node_jobs.add(st.job.cid)
         self.transport.submit(st.job)
 
     def _pull_done(self, t: float, st: _JobState) -> None:
