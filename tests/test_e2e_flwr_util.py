@@ -95,6 +95,7 @@ def test_pids_matching_whole_args() -> None:
         proc.wait()
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # typer, imported by flwr.cli
 def test_deploy_commands_and_flower_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     deploy = load_deploy_script()
     assert deploy.supernode_cmd(9091, 9100, 2, 4)[1:] == [
