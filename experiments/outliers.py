@@ -1,0 +1,54 @@
+"""Outlier filter: blacklist precision/recall, and false positives without outliers.
+
+* With outliers (25% of clients Dirichlet alpha 0.1): precision and recall of
+  the blacklist against the true outlier ids, for FL-R²SP and BSP (the Fig. 15
+  runs).
+* Without outliers: every client alpha 10 (``outlier_fraction = 0``), and
+  every client alpha 0.3 (heavily skewed but all alike). Any blacklisted
+  client is then a false positive: rate = blacklisted / clients.
+
+Rule (paper): cosine < 0.5 against the group's mean delta for 3 consecutive
+rounds. The paper prints no precision/recall.
+"""
+
+from __future__ import annotations
+
+from experiments.common import aggregate, finish, models, parse_args
+from experiments.conf import scale_settings
+from experiments.fig15 import scheme_run
+from experiments.runs import training
+
+#: name -> differences of the no-outlier runs (FL-R²SP, filter on).
+CLEAN = {"alpha10": dict(outlier_fraction=0.0, alpha=10.0),
+         "alpha0.3": dict(outlier_fraction=0.0, alpha=0.3)}
+METRICS = ("precision", "recall", "num_blacklisted", "false_positive_rate", "final_accuracy")
+
+
+def row(model: str, case: str, seed: int, summary: dict, n: int) -> dict:
+    caught = summary.get("policy_num_blacklisted") or 0
+    clean = case in CLEAN
+    return dict(model=model, case=case, seed=seed,
+                precision=None if clean else summary.get("policy_blacklist_precision"),
+                recall=None if clean else summary.get("policy_blacklist_recall"),
+                num_blacklisted=caught, false_positive_rate=caught / n if clean else None,
+                final_accuracy=summary.get("final_accuracy"))
+
+
+def main(argv=None) -> None:
+    args = parse_args("outliers", __doc__, argv)
+    n = scale_settings("training", args.scale)["num_partitions"]
+    rows = []
+    for model in models(args, "training")[:1]:  # the first model only: the filter is model-agnostic
+        # Own runs first: the shared Fig. 15 runs are likely cached by then.
+        for case, diff in CLEAN.items():
+            for seed in args.seeds:
+                s = training(args, seed, "fl-r2sp", model, **diff)["summary"]
+                rows.append(row(model, case, seed, s, n))
+        for scheme in ("fl-r2sp", "bsp"):
+            for seed in args.seeds:
+                rows.append(row(model, scheme, seed, scheme_run(args, seed, model, scheme)["summary"], n))
+    finish(args, rows, aggregate(rows, ("model", "case"), METRICS))
+
+
+if __name__ == "__main__":
+    main()
