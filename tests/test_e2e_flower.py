@@ -136,3 +136,20 @@ def test_deploy_local_script(tmp_path: Path) -> None:
     # Everything it started is gone: all were started with FLWR_HOME=<home>.
     assert not pids_with_env("FLWR_HOME", str(home.resolve()))
     assert not pids_matching(str(home.resolve()))
+
+
+def test_bsp_equals_flowers_own_fedavg(sim_env: dict[str, str], tmp_path: Path) -> None:
+    """C = 1, example-weighted mean, no delays, same seed: BSP's model is FedAvg's."""
+    import numpy as np
+
+    same = dict(RUN, num_groups=1, fraction=1.0, aggregation="weighted", delay="none",
+                max_updates=3, eval_every=1)
+    cmd = [str(flwr_bin()), "run", str(REPO), "--stream", "--federation-config", ONE_ACTOR,
+           "--run-config", run_config(tmp_path / "fedavg", strategy="fedavg", **same)]
+    res = subprocess.run(cmd, env=sim_env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    fedavg = np.load(only_run_dir(tmp_path / "fedavg") / "weights.npy")
+    bsp = run(RunConfig(**same, strategy="bsp"), write=False, progress=False).weights
+    assert fedavg.shape == bsp.shape
+    # Same SGD seeds and data; only the order of float32 summation differs.
+    np.testing.assert_allclose(bsp, fedavg, rtol=0, atol=1e-6)

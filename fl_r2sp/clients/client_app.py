@@ -21,11 +21,12 @@ from functools import lru_cache
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from fl_r2sp.clients.runtime import data_for, runtime_for
 from fl_r2sp.config import RunConfig
-from fl_r2sp.models.weights import arrays_to_state, flatten, unflatten
 from fl_r2sp.server.jobs import Job
-from fl_r2sp.training import evaluate
+
+# torch-dependent modules are imported inside the train/evaluate handlers:
+# deployments start a fresh ClientApp process per message, and the partition
+# query should not pay for importing torch.
 
 app = ClientApp()
 
@@ -63,6 +64,9 @@ def query(msg: Message, context: Context) -> Message:
 @app.train()
 def train(msg: Message, context: Context) -> Message:
     """Run one local-training job and reply with the new arrays and timings."""
+    from fl_r2sp.clients.runtime import runtime_for
+    from fl_r2sp.models.weights import flatten, unflatten
+
     cfg = config_of(context)
     pid = partition_of(context)
     conf = msg.content["config"] if "config" in msg.content else ConfigRecord()
@@ -90,6 +94,10 @@ def train(msg: Message, context: Context) -> Message:
 @app.evaluate()
 def evaluate_local(msg: Message, context: Context) -> Message:
     """Evaluate the received arrays on this node's partition."""
+    from fl_r2sp.clients.runtime import data_for, runtime_for
+    from fl_r2sp.models.weights import arrays_to_state, flatten, unflatten
+    from fl_r2sp.training import evaluate
+
     cfg = config_of(context)
     runtime = runtime_for(cfg)
     arrays = msg.content["arrays"].to_numpy_ndarrays()

@@ -200,12 +200,30 @@ def write_run_dir(cfg: RunConfig, out: RunOutput, run_name: str | None = None) -
     for link, (times, nbytes) in out.traces.items():
         np.savetxt(directory / f"trace-{link}.csv", np.column_stack([times, nbytes]),
                    delimiter=",", header="time,bytes", comments="")
+    if not cfg.timing_only:
+        _write_partition(cfg, directory)
     if cfg.plots:
         from fl_r2sp.telemetry.plots import write_run_plots
 
         write_run_plots(directory, out.events.jobs, out.events.records, out.traces,
                         TRACE_INTERVAL, out.history)
     return directory
+
+
+def _write_partition(cfg: RunConfig, directory: Path) -> None:
+    """Per-client label histograms (CSV, and PNG if plots are on) and outlier ids."""
+    from fl_r2sp.clients.runtime import data_for
+
+    data = data_for(cfg)
+    hist = data.label_histograms()
+    outliers = sorted(data.partition.outlier_ids)
+    header = "client,outlier," + ",".join(f"class_{c}" for c in range(hist.shape[1]))
+    rows = [f"{i},{int(i in outliers)}," + ",".join(map(str, h)) for i, h in enumerate(hist)]
+    (directory / "partition.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    if cfg.plots:
+        from fl_r2sp.datasets.plot import plot_label_histograms
+
+        plot_label_histograms(hist, outliers, directory / "partition.png")
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
