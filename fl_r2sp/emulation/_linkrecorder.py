@@ -26,7 +26,10 @@ class LinkRecorder:
         per_link = np.bincount(
             links.ravel(), weights=np.repeat(rate, width), minlength=max(self._watched) + 1
         )
-        load = per_link[self._watched]
+        self.observe_loads(t, per_link[self._watched])
+
+    def observe_loads(self, t: float, load: np.ndarray) -> None:
+        """Record the aggregate rates of the watched links (in :meth:`watch` order) from ``t``."""
         if self._times and self._times[-1] == t:
             self._loads[-1] = load  # several changes at one instant: the last one holds
         elif not self._loads or not np.array_equal(self._loads[-1], load):

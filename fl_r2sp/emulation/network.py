@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._fluid import FluidState
+from ._engine import Engine
 from ._linkrecorder import LinkRecorder
 from .profiles import Profile
 
@@ -58,12 +58,20 @@ class Network:
         :meth:`flow_info` long after completion). If False, a finished flow's
         record stays readable until the *next* :meth:`advance` call after the
         one that reported it, then is dropped: memory stays bounded in long runs.
+    fast_path : bool, default True
+        Serve each link as an exact processor-sharing (fair) or FIFO (fcfs)
+        queue while every flow shares at most one of its links with other
+        flows and the result equals the max-min allocation (``O(log n)`` per
+        change); otherwise, and always if False, re-run the water-filling over
+        all flows on each change. Results agree up to float rounding.
     """
 
-    def __init__(self, record: bool | Iterable[str] = False, keep_finished: bool = True) -> None:
+    def __init__(
+        self, record: bool | Iterable[str] = False, keep_finished: bool = True, fast_path: bool = True
+    ) -> None:
         self._names: list[str] = ["<pad>"]
         self._index: dict[str, int] = {}
-        self._state = FluidState(np.array([np.inf]), np.array([False]))
+        self._state = Engine(fast_path)
         self._flows: dict[int, FlowInfo] = {}
         self._ends: dict[int, float] = {}
         self._next_fid = 0
@@ -75,7 +83,7 @@ class Network:
         self._record_all = record is True
         self._recorder = LinkRecorder()
         self._record_names = set() if isinstance(record, bool) else set(record)
-        self._state.recorder = self._recorder.observe
+        self._state.set_recorder(self._recorder.observe, self._recorder.observe_loads)
 
     # -- topology ------------------------------------------------------------
     def add_link(self, name: str, capacity: float, discipline: Discipline = "fair") -> None:
@@ -94,11 +102,10 @@ class Network:
             raise ValueError(f"link {name!r}: discipline must be 'fair' or 'fcfs', got {discipline!r}")
         self._index[name] = len(self._names)
         self._names.append(name)
-        st = self._state
-        st.cap = np.append(st.cap, float(capacity))
-        st.fcfs = np.append(st.fcfs, discipline == "fcfs")
-        if self._record_all or name in self._record_names:
+        watched = self._record_all or name in self._record_names
+        if watched:
             self._recorder.watch(self._index[name])
+        self._state.add_link(float(capacity), discipline == "fcfs", watched)
         self._version += 1
 
     @property
@@ -155,7 +162,7 @@ class Network:
         if overhead > 0 or size == 0:
             self._state.add_pending(now + overhead, fid, float(size), ids)
         else:
-            self._state.activate([fid], [float(size)], [ids])
+            self._state.activate(fid, float(size), ids)
         self._version += 1
         return fid
 
@@ -182,10 +189,8 @@ class Network:
         info = self.flow_info(fid)
         if info.end is not None:
             return
-        st = self._state
-        if not st.drop_pending(fid):
-            st.remove(st.fid != fid)
-        self._flows[fid] = replace(info, end=st.t, cancelled=True)
+        self._state.cancel(fid)
+        self._flows[fid] = replace(info, end=self._state.t, cancelled=True)
         self._version += 1
 
     def flow_info(self, fid: int) -> FlowInfo:
@@ -211,14 +216,7 @@ class Network:
             return self._unreported[0][1], self._unreported[0][0]
         if self._cache is not None and self._cache[0] == self._version:
             return self._cache[1]
-        st = self._state
-        t_done, t_act = st.next_times()
-        result: tuple[float, int] | None = None
-        if t_done <= t_act and math.isfinite(t_done):
-            result = (t_done, int(st.fid[st.finish <= t_done].min()))
-        elif math.isfinite(t_act):
-            first = st.snapshot().run(math.inf, first_only=True)
-            result = (first[0][1], first[0][0]) if first else None
+        result = self._state.next_completion()
         self._cache = (self._version, result)
         return result
 
@@ -243,8 +241,7 @@ class Network:
 
     def in_flight(self) -> int:
         """Flows started and not yet reported by :meth:`advance` (overhead phase included)."""
-        st = self._state
-        return int(st.fid.shape[0]) + len(st.incoming) + len(st.pending) + len(self._unreported)
+        return self._state.count() + len(self._unreported)
 
     def uncontended_time(self, size: float, links: Sequence[str], overhead: float = 0.0) -> float:
         """Lower bound on a flow's duration: ``overhead + size / min capacity``."""
@@ -302,6 +299,7 @@ def star_network(
     profile: Profile,
     record: bool | Iterable[str] = (SERVER_EGRESS, SERVER_INGRESS),
     keep_finished: bool = True,
+    fast_path: bool = True,
 ) -> Network:
     """One server, ``n_clients`` clients, full duplex (separate links each way).
 
@@ -318,10 +316,12 @@ def star_network(
         Links whose byte trace is kept (see :class:`Network`).
     keep_finished : bool, default True
         See :class:`Network`.
+    fast_path : bool, default True
+        See :class:`Network`.
     """
     if n_clients < 1:
         raise ValueError(f"a star network needs at least 1 client, got {n_clients}")
-    net = Network(record=record, keep_finished=keep_finished)
+    net = Network(record=record, keep_finished=keep_finished, fast_path=fast_path)
     net.add_link(SERVER_EGRESS, profile.server_egress, profile.egress_discipline)
     net.add_link(SERVER_INGRESS, profile.server_ingress, profile.ingress_discipline)
     for i in range(n_clients):

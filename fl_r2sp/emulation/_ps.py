@@ -1,0 +1,317 @@
+"""Exact fast path of the fluid model: one processor-sharing or FCFS queue per hub link.
+
+When every active flow crosses at most one link that other flows also use
+(its *hub*) and its other links are used by it alone, max-min fairness
+decouples into independent per-hub queues:
+
+* a fair hub with ``n`` flows whose private caps ``m_f`` (minimum capacity of
+  the flow's other links) are all ``>= C / n`` gives each flow ``C / n``: an
+  exact processor-sharing queue. If the caps are all equal to ``m < C / n``,
+  every flow gets ``m``. Either way all flows of the hub move at one common
+  rate ``r``, so a per-hub *virtual work* clock ``V`` (bytes served per flow,
+  advancing at ``r``) and a finish tag ``V(join) + remaining`` per flow give
+  completions off a heap in tag order: ``remaining = tag - V``;
+* an FCFS hub moves only its head flow, at ``min(C, m_head)``.
+
+A flow-set change therefore costs ``O(log n)``, not a water-filling over all
+flows. Anything else (a flow crossing two shared links, mixed private caps that
+bind below the fair share) sets :attr:`FastState.broken`; the caller then
+converts the state to the general solver (:mod:`._fluid`) at that instant.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ._fluid import BYTES_RTOL
+
+Export = tuple[int, int, float, float, tuple[int, ...]]  # (seq, fid, size, remaining, links)
+
+
+class _Flow:
+    __slots__ = ("seq", "fid", "size", "links", "hub", "val", "m")
+
+    def __init__(self, seq: int, fid: int, size: float, links: tuple[int, ...]) -> None:
+        self.seq, self.fid, self.size, self.links = seq, fid, size, links
+        self.hub = 0
+        self.val = 0.0  # fair hub: finish tag; fcfs hub: remaining bytes when it became head
+        self.m = math.inf  # min capacity of its non-hub (private) links
+
+
+class _Group:
+    """The flows of one hub link: a PS clock (fair) or a FIFO queue (fcfs)."""
+
+    __slots__ = ("hub", "cap", "fcfs", "t", "v", "r", "heap", "members", "mcount", "mheap", "ver")
+
+    def __init__(self, hub: int, cap: float, fcfs: bool, t: float) -> None:
+        self.hub, self.cap, self.fcfs, self.t = hub, cap, fcfs, t
+        self.v = 0.0  # fair: virtual work clock; fcfs: head's remaining bytes at t
+        self.r = 0.0  # rate of every moving flow of the group
+        # (tag, fid) if fair, (activation seq, fid) if fcfs; entries of gone flows skipped lazily
+        self.heap: list[tuple[float, int]] = []
+        self.members: dict[int, _Flow] = {}
+        self.mcount: dict[float, int] = {}
+        self.mheap: list[float] = []
+        self.ver = 0
+
+    def settle(self, t: float) -> None:
+        """Advance the clock (fair) or the head's remaining bytes (fcfs) to ``t``."""
+        if t > self.t:
+            self.v += (-self.r if self.fcfs else self.r) * (t - self.t)
+            self.t = t
+
+    def head(self) -> _Flow | None:
+        """Fair: flow with the smallest tag; fcfs: earliest-activated member."""
+        heap = self.heap
+        while heap and heap[0][1] not in self.members:
+            heapq.heappop(heap)
+        return self.members[heap[0][1]] if heap else None
+
+    def remaining(self, f: _Flow) -> float:
+        """Bytes ``f`` has left at the group's time."""
+        if not self.fcfs:
+            return max(f.val - self.v, 0.0)
+        return max(self.v, 0.0) if f is self.head() else f.val
+
+    def min_cap(self) -> float:
+        heap = self.mheap
+        while self.mcount.get(heap[0], 0) == 0:
+            heapq.heappop(heap)
+        return heap[0]
+
+    def rate_ok(self) -> bool:
+        """Set :attr:`r` for the current members; False if no common rate is exact."""
+        if not self.members:
+            return True
+        if self.fcfs:
+            self.r = min(self.cap, self.head().m)  # type: ignore[union-attr]
+            return True
+        share = self.cap / len(self.members)
+        m_min = self.min_cap()
+        if m_min >= share:
+            self.r = share
+        elif len(self.mcount) == 1:  # equal private caps all binding: everyone gets m
+            self.r = m_min
+        else:
+            return False
+        return True
+
+    def finish_time(self) -> float:
+        f = self.head()
+        if f is None:
+            return math.inf
+        rem = self.v if self.fcfs else f.val - self.v
+        return self.t + max(rem, 0.0) / self.r
+
+
+class FastState:
+    """Active flows grouped by hub link; same stepping contract as :class:`._fluid.FluidState`."""
+
+    def __init__(self, cap: np.ndarray, fcfs: np.ndarray, t: float) -> None:
+        self.cap, self.fcfs, self.t = cap, fcfs, t
+        self.flows: dict[int, _Flow] = {}
+        self.groups: dict[int, _Group] = {}
+        self.count: dict[int, int] = {}  # active flows per link
+        self.owner: dict[int, int] = {}  # private link -> the flow using it
+        self.events: list[tuple[float, int, int, int]] = []  # (finish, fid, ver, hub), lazy
+        self.pending: list[tuple[float, int, float, tuple[int, ...]]] = []  # overhead phase
+        self.seq = 0  # activation counter (fcfs order, export order)
+        self.orphans: list[Export] = []  # flows that did not fit (state is then broken)
+        self.broken = False
+        self._ver = 0
+        self.watched: list[int] = []
+        #: Called as ``recorder(t, loads)`` with the loads of :attr:`watched` after changes.
+        self.recorder: Callable[[float, np.ndarray], None] | None = None
+
+    # -- joining and leaving -------------------------------------------------
+    def join(self, seq: int, fid: int, size: float, rem: float, links: tuple[int, ...]) -> None:
+        """Add an active flow with ``rem`` bytes left at :attr:`t` (activation order = ``seq``)."""
+        used = [lk for lk in links if self.count.get(lk, 0)]
+        hub = used[0] if used else links[0]
+        if len(used) > 1 or (used and hub not in self.groups and not self._rehome(hub)):
+            self.orphans.append((seq, fid, size, rem, links))
+            self.broken = True
+            return
+        f = _Flow(seq, fid, size, links)
+        self.flows[fid] = f
+        for lk in links:
+            self.count[lk] = self.count.get(lk, 0) + 1
+            if lk != hub:
+                self.owner[lk] = fid
+        self._enter(f, hub, rem)
+
+    def _rehome(self, link: int) -> bool:
+        """Make private ``link`` a hub by moving its lone owner's group there, if a singleton."""
+        f = self.flows[self.owner[link]]
+        g = self.groups[f.hub]
+        if len(g.members) != 1:
+            return False
+        g.settle(self.t)
+        rem = g.remaining(f)
+        del self.groups[f.hub]
+        self.owner[f.hub] = f.fid
+        self.owner.pop(link, None)
+        moved = _Flow(f.seq, f.fid, f.size, f.links)  # new object: clones share old ones
+        self.flows[f.fid] = moved
+        self._enter(moved, link, rem)
+        return True
+
+    def _enter(self, f: _Flow, hub: int, rem: float) -> None:
+        g = self.groups.get(hub)
+        if g is None:
+            g = self.groups[hub] = _Group(hub, float(self.cap[hub]), bool(self.fcfs[hub]), self.t)
+        g.settle(self.t)
+        f.hub = hub
+        f.m = min((float(self.cap[lk]) for lk in f.links if lk != hub), default=math.inf)
+        if g.fcfs:
+            f.val = rem
+            if g.head() is None:
+                g.v = rem
+            heapq.heappush(g.heap, (f.seq, f.fid))
+        else:
+            f.val = g.v + rem
+            heapq.heappush(g.heap, (f.val, f.fid))
+        g.members[f.fid] = f
+        if g.mcount.get(f.m, 0) == 0:
+            heapq.heappush(g.mheap, f.m)
+        g.mcount[f.m] = g.mcount.get(f.m, 0) + 1
+        self._changed(g)
+
+    def leave(self, fid: int) -> None:
+        """Remove active flow ``fid`` (completed or cancelled) at :attr:`t`."""
+        f = self.flows.pop(fid)
+        g = self.groups[f.hub]
+        g.settle(self.t)
+        was_head = g.fcfs and g.head() is f
+        del g.members[fid]
+        g.mcount[f.m] -= 1
+        if g.mcount[f.m] == 0:
+            del g.mcount[f.m]
+        for lk in f.links:
+            self.count[lk] -= 1
+            if self.owner.get(lk) == fid:
+                del self.owner[lk]
+        if not g.members:
+            del self.groups[f.hub]
+            return
+        if was_head:
+            g.v = g.head().val  # type: ignore[union-attr]
+        self._changed(g)
+
+    def _changed(self, g: _Group) -> None:
+        if not g.rate_ok():
+            self.broken = True
+            return
+        self._ver += 1
+        g.ver = self._ver
+        head = g.head()
+        if head is not None:
+            heapq.heappush(self.events, (g.finish_time(), head.fid, g.ver, g.hub))
+
+    def clone(self) -> FastState:
+        """Independent copy for look-ahead (flow records are never mutated, only replaced)."""
+        c = copy.copy(self)
+        c.flows, c.count, c.owner = dict(self.flows), dict(self.count), dict(self.owner)
+        c.events, c.pending, c.orphans = list(self.events), list(self.pending), list(self.orphans)
+        c.groups = {}
+        for hub, g in self.groups.items():
+            h = c.groups[hub] = copy.copy(g)
+            h.heap, h.members, h.mcount, h.mheap = list(g.heap), dict(g.members), dict(g.mcount), list(g.mheap)
+        c.recorder = None
+        return c
+
+    # -- time ----------------------------------------------------------------
+    def run(self, to: float, first_only: bool = False) -> list[tuple[int, float]]:
+        """Step to ``to`` (or the first completion); stop early, unfinished, if :attr:`broken`."""
+        done: list[tuple[int, float]] = []
+        while not self.broken:
+            t_done = self.next_done()[0]
+            t_next = min(t_done, self.pending[0][0] if self.pending else math.inf)
+            if t_next > to or math.isinf(t_next):
+                break
+            step = self.complete_at(t_next) if t_done <= t_next else []
+            self.t = t_next
+            while self.pending and self.pending[0][0] <= t_next:
+                _, fid, size, links = heapq.heappop(self.pending)
+                if size > 0:
+                    self.join(self.seq, fid, size, size, links)
+                    self.seq += 1
+                else:
+                    step.append(fid)
+            done += [(fid, t_next) for fid in sorted(step)]
+            if not self.broken:
+                self.record()
+            if first_only and done:
+                return done
+        if math.isfinite(to) and not self.broken:
+            self.t = max(self.t, to)
+        return done
+
+    def next_done(self) -> tuple[float, int]:
+        """(earliest completion time, its flow id); ``(inf, -1)`` if nothing moves."""
+        ev = self.events
+        while ev:
+            t, fid, ver, hub = ev[0]
+            g = self.groups.get(hub)
+            if g is not None and g.ver == ver:
+                return t, fid
+            heapq.heappop(ev)
+        return math.inf, -1
+
+    def complete_at(self, t: float) -> list[int]:
+        """Remove and return the flows finishing at ``t`` (the earliest completion time)."""
+        self.t = t
+        done: list[int] = []
+        while self.events and self.next_done()[0] <= t:
+            _, _, _, hub = heapq.heappop(self.events)
+            g = self.groups[hub]
+            head = g.head()
+            g.settle(t)
+            if g.fcfs:
+                done.append(head.fid)  # type: ignore[union-attr]
+                self.leave(head.fid)  # type: ignore[union-attr]
+                continue
+            g.v = max(g.v, head.val)  # type: ignore[union-attr]  # exact: it finishes now
+            heapq.heappop(g.heap)  # the head's entry (head() cleaned the top)
+            batch = [head.fid]  # type: ignore[union-attr]
+            while g.heap:  # rounding dust: flows within BYTES_RTOL of done finish too
+                tag, fid = g.heap[0]
+                f = g.members.get(fid)
+                if f is not None and tag - g.v > BYTES_RTOL * f.size:
+                    break
+                heapq.heappop(g.heap)
+                if f is not None:
+                    batch.append(fid)
+            for fid in batch:
+                done.append(fid)
+                self.leave(fid)
+        return done
+
+    def record(self) -> None:
+        """Report the current loads of the watched links to :attr:`recorder`."""
+        if self.recorder is None or not self.watched:
+            return
+        loads = np.zeros(len(self.watched))
+        for col, lk in enumerate(self.watched):
+            g = self.groups.get(lk)
+            if g is not None:
+                loads[col] = g.r if g.fcfs else g.r * len(g.members)
+            elif lk in self.owner:
+                f = self.flows[self.owner[lk]]
+                g = self.groups[f.hub]
+                loads[col] = g.r if (not g.fcfs or g.head() is f) else 0.0
+        self.recorder(self.t, loads)
+
+    def export(self) -> list[Export]:
+        """All active flows (orphans included) at :attr:`t`, in activation order."""
+        out = list(self.orphans)
+        for g in self.groups.values():
+            g.settle(self.t)
+            out += [(f.seq, f.fid, f.size, g.remaining(f), f.links) for f in g.members.values()]
+        out.sort()
+        return out
