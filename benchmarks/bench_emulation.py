@@ -1,6 +1,11 @@
 """Emulation engine benchmark: events/s, cost per flow-set change, long timing-only runs.
 
-Run: ``python benchmarks/bench_emulation.py [--rounds R] [--churn-events E]``.
+Run: ``python benchmarks/bench_emulation.py [--rounds R] [--churn-events E] [--no-general]``.
+
+Every figure is printed for the default engine (``fast_path=True``: exact
+per-link processor-sharing / FIFO queues, ``O(log n)`` per change) and, side by
+side, for the general water-filling solver (``fast_path=False``) unless
+``--no-general``.
 
 1. Flow churn on a star network: N flows in flight (N = 10, 100, 1000); each
    completion starts a new flow of random size for the same client. Reports
@@ -28,10 +33,10 @@ from fl_r2sp.emulation import get_profile, pull_links, star_network
 from fl_r2sp.emulation.maxmin import link_matrix, waterfill
 
 
-def churn(n_flows: int, profile: str, events: int, seed: int = 0) -> tuple[float, float]:
-    """Return (completions per second, wall seconds per flow-set change)."""
+def churn(n_flows: int, profile: str, events: int, seed: int = 0, fast: bool = True) -> tuple[float, float]:
+    """Return (completions per CPU second, CPU seconds per flow-set change)."""
     rng = np.random.default_rng(seed)
-    net = star_network(n_flows, get_profile(profile), record=(), keep_finished=False)
+    net = star_network(n_flows, get_profile(profile), record=(), keep_finished=False, fast_path=fast)
     for cid in range(n_flows):
         net.start_flow(0.0, float(rng.uniform(1e5, 1e6)), pull_links(cid), tag=cid)
     done_count = changes = 0
@@ -64,10 +69,10 @@ def kernel_cost(n_flows: int, distinct_caps: bool, repeats: int = 200) -> float:
     return (time.process_time() - t0) / repeats
 
 
-def long_run(groups: int, rounds: int) -> tuple[float, int, float]:
+def long_run(groups: int, rounds: int, fast: bool = True) -> tuple[float, float, int, float]:
     """(CPU seconds, wall seconds, events, virtual seconds) for 1,000 clients, ``rounds`` rounds."""
     collect = int(np.ceil(0.75 * 1000 / groups))
-    run = TimingRun(1000, groups, collect, "paper-ec2", 0.25e6)
+    run = TimingRun(1000, groups, collect, "paper-ec2", 0.25e6, fast_path=fast)
     t0, w0 = time.process_time(), time.perf_counter()
     stats = run.run(rounds * groups)
     return time.process_time() - t0, time.perf_counter() - w0, stats.events, stats.end_time
@@ -77,21 +82,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=10, help="rounds measured of the 1,000")
     parser.add_argument("--churn-events", type=int, default=20_000)
+    parser.add_argument("--no-general", action="store_true", help="skip the general-solver figures")
     args = parser.parse_args()
+    engines = [("fast", True)] + ([] if args.no_general else [("general", False)])
     print("flow churn: completions per CPU second, CPU us per flow-set change;")
-    print("water-filling kernel alone: CPU us per call (equal caps / distinct caps)")
+    print("water-filling kernel alone (general engine): CPU us per call (equal caps / distinct caps)")
     for n in (10, 100, 1000):
         kernel = kernel_cost(n, False) * 1e6, kernel_cost(n, True) * 1e6
         for profile in ("paper-ec2", "paper-ec2-fcfs"):
-            rate, per_change = churn(n, profile, min(args.churn_events, 40 * n + 2000))
-            print(f"  N={n:5d} {profile:15} {rate:9.0f} ev/s {per_change * 1e6:8.1f} us/change"
-                  f"   kernel {kernel[0]:7.1f} / {kernel[1]:7.1f} us")
+            cols = []
+            for label, fast in engines:
+                rate, per_change = churn(n, profile, min(args.churn_events, 40 * n + 2000), fast=fast)
+                cols.append(f"{label} {rate:8.0f} ev/s {per_change * 1e6:7.1f} us")
+            print(f"  N={n:5d} {profile:15} " + " | ".join(cols) +
+                  f" | kernel {kernel[0]:6.1f} / {kernel[1]:6.1f} us")
     print(f"1,000 clients, CNN 0.25 MB, paper-ec2; measured {args.rounds} rounds, x{1000 / args.rounds:g}")
     for name, groups in (("BSP", 1), ("RR-16", 16)):
-        cpu, wall, events, virt = long_run(groups, args.rounds)
-        print(f"  {name:6} {cpu:7.2f} s CPU ({wall:.2f} s wall) for {args.rounds} rounds: {events} events, "
-              f"{events / cpu:7.0f} ev/s, {virt:7.1f} virtual s -> 1,000 rounds ~ "
-              f"{cpu * 1000 / args.rounds / 60:5.1f} CPU min (extrapolated)")
+        for label, fast in engines:
+            cpu, wall, events, virt = long_run(groups, args.rounds, fast)
+            print(f"  {name:6} {label:7} {cpu:7.2f} s CPU ({wall:.2f} s wall) for {args.rounds} rounds: "
+                  f"{events} events, {events / cpu:7.0f} ev/s, {virt:7.1f} virtual s -> 1,000 rounds ~ "
+                  f"{cpu * 1000 / args.rounds / 60:5.2f} CPU min (extrapolated)")
 
 
 if __name__ == "__main__":

@@ -40,9 +40,9 @@ class TimingRun:
 
     def __init__(self, n_clients: int, n_groups: int, collect: int, profile: str, model_bytes: float,
                  iterations: int = 100, model: str = "cnn", delay: str = "lognormal(mu=-2,sigma=1)",
-                 seed: int = 0) -> None:
+                 seed: int = 0, fast_path: bool = True) -> None:
         prof = get_profile(profile)
-        self.net = star_network(n_clients, prof, record=(), keep_finished=False)
+        self.net = star_network(n_clients, prof, record=(), keep_finished=False, fast_path=fast_path)
         self.q = EventQueue()
         self.delay = make_delay(delay)
         self.compute = iterations * prof.iteration_seconds(model)

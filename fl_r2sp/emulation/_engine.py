@@ -122,6 +122,7 @@ class Engine:
             self._settle_fast()
 
     def _settle_fast(self) -> None:
+        self.fast.flush()  # type: ignore[union-attr]
         if self.fast.broken:  # type: ignore[union-attr]
             self._to_general()
         else:
@@ -200,6 +201,9 @@ class Engine:
             fast.join(row, int(st.fid[row]), float(st.size[row]), float(st.rem[row]), links)
             if fast.broken:
                 return False
+        fast.flush()
+        if fast.broken:
+            return False
         fast.seq, fast.pending = st.fid.shape[0], st.pending
         fast.watched, fast.recorder = self.watched, self.rec_loads
         self.fast, self.general = fast, None

@@ -124,6 +124,7 @@ class FastState:
         self.orphans: list[Export] = []  # flows that did not fit (state is then broken)
         self.broken = False
         self._ver = 0
+        self._dirty: dict[int, _Group] = {}
         self.watched: list[int] = []
         #: Called as ``recorder(t, loads)`` with the loads of :attr:`watched` after changes.
         self.recorder: Callable[[float, np.ndarray], None] | None = None
@@ -204,20 +205,31 @@ class FastState:
         self._changed(g)
 
     def _changed(self, g: _Group) -> None:
-        if not g.rate_ok():
-            self.broken = True
-            return
+        # Rates are recomputed once per group per batch of changes at one instant
+        # (flush); until then the group has no valid completion event.
         self._ver += 1
         g.ver = self._ver
-        head = g.head()
-        if head is not None:
-            heapq.heappush(self.events, (g.finish_time(), head.fid, g.ver, g.hub))
+        self._dirty[g.hub] = g
+
+    def flush(self) -> None:
+        """New rates and completion events of the groups changed since the last flush."""
+        for hub, g in self._dirty.items():
+            if self.groups.get(hub) is not g:
+                continue
+            if not g.rate_ok():
+                self.broken = True
+                continue
+            head = g.head()
+            if head is not None:
+                heapq.heappush(self.events, (g.finish_time(), head.fid, g.ver, hub))
+        self._dirty.clear()
 
     def clone(self) -> FastState:
         """Independent copy for look-ahead (flow records are never mutated, only replaced)."""
         c = copy.copy(self)
         c.flows, c.count, c.owner = dict(self.flows), dict(self.count), dict(self.owner)
         c.events, c.pending, c.orphans = list(self.events), list(self.pending), list(self.orphans)
+        c._dirty = {}  # always flushed between public calls
         c.groups = {}
         for hub, g in self.groups.items():
             h = c.groups[hub] = copy.copy(g)
@@ -244,6 +256,7 @@ class FastState:
                 else:
                     step.append(fid)
             done += [(fid, t_next) for fid in sorted(step)]
+            self.flush()
             if not self.broken:
                 self.record()
             if first_only and done:

@@ -5,7 +5,10 @@ pays its fixed ``overhead`` (latency / serialization) **before** any byte
 moves; during the overhead it uses no bandwidth. Then its rate is its max-min
 fair share (:mod:`.maxmin`) over all moving flows, recomputed only when the set
 of moving flows changes (a flow starts moving, completes or is cancelled), so
-completion times are exact, not time-stepped.
+completion times are exact, not time-stepped. While each flow shares at most
+one of its links with other flows (a star: the server link), the rates are kept
+as per-link processor-sharing / FIFO queues in ``O(log n)`` per change
+(:mod:`._ps`), falling back to the water-filling otherwise (:mod:`._engine`).
 
 A link with discipline ``"fcfs"`` serves one flow at a time in the order
 flows reached it (the end of their overhead; ties by flow id): the head flow
@@ -71,6 +74,7 @@ class Network:
     ) -> None:
         self._names: list[str] = ["<pad>"]
         self._index: dict[str, int] = {}
+        self._ids_cache: dict[tuple[str, ...], tuple[int, ...]] = {}
         self._state = Engine(fast_path)
         self._flows: dict[int, FlowInfo] = {}
         self._ends: dict[int, float] = {}
@@ -118,6 +122,15 @@ class Network:
         return float(self._state.cap[self._link_ids([link])[0]])
 
     def _link_ids(self, links: Sequence[str]) -> tuple[int, ...]:
+        # Flows reuse a few link tuples (pull_links(i), push_links(i)): memoize them.
+        ids = self._ids_cache.get(links) if isinstance(links, tuple) else None
+        if ids is None:
+            ids = self._resolve(links)
+            if isinstance(links, tuple):
+                self._ids_cache[links] = ids
+        return ids
+
+    def _resolve(self, links: Sequence[str]) -> tuple[int, ...]:
         if isinstance(links, str) or len(links) == 0:
             raise ValueError(f"a flow needs a non-empty sequence of link names, got {links!r}")
         try:
