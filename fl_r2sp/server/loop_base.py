@@ -113,6 +113,7 @@ class LoopBase:
         self.history: list[dict[str, float]] = []
         self.stopped: str | None = None
         self.job_counter: dict[int, int] = {}
+        self.replies: list[tuple[int, int]] = []  # (cid, job) of every reply received
         self._wall0 = time.perf_counter()
 
     # -- decisions -------------------------------------------------------------
@@ -199,6 +200,7 @@ class LoopBase:
         """Figures every run reports (the events add push/pull/round times)."""
         out: dict[str, Any] = {"stopped": self.stopped, "clock": self.clock_name}
         out["global_updates"] = self.policy.version
+        out["replies_received"] = len(self.replies)
         if self.history:
             last = self.history[-1]
             out.update(final_time=last["time"], final_version=last["version"])

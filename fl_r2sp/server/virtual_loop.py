@@ -187,6 +187,7 @@ class VirtualLoop(LoopBase):
         for reply in replies:
             st = self.unreplied.pop((reply.cid, reply.index), None)
             self._node_jobs.discard(reply.cid)
+            self.replies.append((reply.cid, reply.index))
             self._submit_deferred(reply.cid)
             if st is None or st.dead:
                 continue

@@ -95,6 +95,7 @@ class WallLoop(LoopBase):
         ]
 
     def _handle(self, reply: Reply) -> None:
+        self.replies.append((reply.cid, reply.index))
         entry = self.inflight.get(reply.cid)
         if entry is None or entry[0].index != reply.index:
             return  # a reply to a job we already gave up on
