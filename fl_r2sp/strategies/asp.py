@@ -101,7 +101,8 @@ class ASPPolicy(Policy):
             return 1.0 / max(1, self._num_active())
         return self.alpha * self.staleness(staleness)
 
-    def on_update(self, now: float, update: Update) -> list[Decision]:
+    def _admit(self, now: float, update: Update) -> tuple[int, int] | list[Decision]:
+        """(cid, staleness) of an accepted update, or the record of an ignored one."""
         cid = self._known(update.cid)
         if self._inflight.pop(cid, None) is None or cid in self.failures.dropped:
             return [ignored(now, cid, "update", "no job in flight or client dropped")]
@@ -113,6 +114,13 @@ class ASPPolicy(Policy):
                 "tags must echo the Send.tag of the job"
             )
         self.max_staleness = max(self.max_staleness, staleness)
+        return cid, staleness
+
+    def on_update(self, now: float, update: Update) -> list[Decision]:
+        admitted = self._admit(now, update)
+        if isinstance(admitted, list):
+            return admitted
+        cid, staleness = admitted
         weight = self.mixing_weight(staleness)
         self._w = mix(self._w, update.weights, weight)
         self._version += 1

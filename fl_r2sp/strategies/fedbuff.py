@@ -27,7 +27,6 @@ import numpy as np
 
 from fl_r2sp.strategies.asp import ASPPolicy
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Record, Update
-from fl_r2sp.strategies.common import ignored
 from fl_r2sp.strategies.staleness import StalenessFn
 
 
@@ -71,17 +70,10 @@ class FedBuffPolicy(ASPPolicy):
         self._buffered = 0
 
     def on_update(self, now: float, update: Update) -> list[Decision]:
-        cid = self._known(update.cid)
-        if self._inflight.pop(cid, None) is None or cid in self.failures.dropped:
-            return [ignored(now, cid, "update", "no job in flight or client dropped")]
-        self.failures.success(cid)
-        staleness = self._version - update.tag
-        if staleness < 0:
-            raise ValueError(
-                f"update of client {cid} has tag {update.tag} > version {self._version}: "
-                "tags must echo the Send.tag of the job"
-            )
-        self.max_staleness = max(self.max_staleness, staleness)
+        admitted = self._admit(now, update)
+        if isinstance(admitted, list):
+            return admitted
+        cid, staleness = admitted
         weight = self.staleness(staleness)
         start = self._sent.pop(cid)
         delta = np.asarray(update.weights, np.float64) - np.asarray(start, np.float64)
