@@ -46,6 +46,17 @@ def _fmt(value: Any, unit: str) -> str:
     return f"{value:.4f}{' ' + unit if unit else ''}"
 
 
+#: Longest id list printed on the console (summary.json keeps all of them).
+_MAX_LIST = 16
+
+
+def _shown_policy_key(key: str, value: Any) -> bool:
+    """Policy figures worth a console line: set, not the policy's name, short lists."""
+    if not key.startswith("policy_") or value is None or key in ("policy_policy", "policy_version"):
+        return False
+    return not isinstance(value, (list, tuple)) or len(value) <= _MAX_LIST
+
+
 def format_summary(summary: Mapping[str, Any]) -> str:
     """A human-readable block of the headline figures of ``summary``.
 
@@ -57,7 +68,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     rows = [(label, _fmt(summary[key], unit)) for label, key, unit in _LINES
             if summary.get(key) is not None]
     rows += [(key.removeprefix("policy_").replace("_", " "), _fmt(value, ""))
-             for key, value in summary.items() if key.startswith("policy_") and value is not None]
+             for key, value in summary.items() if _shown_policy_key(key, value)]
     if not rows:
         return "run summary: (empty)"
     width = max(len(label) for label, _ in rows)
