@@ -20,7 +20,7 @@ from typing import Any, Literal, get_args
 Strategy = Literal["fl-r2sp", "bsp", "asp", "fedasync", "fedbuff", "fedavg"]
 Clock = Literal["virtual", "wall"]
 Dataset = Literal["digits", "cifar10", "kws", "kws-audio"]
-ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "lstm"]
+ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "resnet20-a", "lstm"]
 Partitioner = Literal["paper", "dirichlet", "iid", "speaker"]
 Aggregation = Literal["mean", "weighted"]
 CosineReference = Literal["group", "group-loo", "global-change", "global-step"]

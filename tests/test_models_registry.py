@@ -31,7 +31,8 @@ RESNET_B = RESNET_A + (16 * 32 + 32 * 64) + 2 * (32 + 64)
 
 def test_parameter_counts_match_hand_counts() -> None:
     assert LENET == 62_006 and RESNET_B == 272_474 and RESNET_A == 269_722
-    expected = {"mlp": MLP, "cnn": LENET, "cnn-fedavg": FEDAVG, "resnet20": RESNET_B, "lstm": LSTM}
+    expected = {"mlp": MLP, "cnn": LENET, "cnn-fedavg": FEDAVG, "resnet20": RESNET_B,
+                "resnet20-a": RESNET_A, "lstm": LSTM}
     assert set(expected) == set(MODELS)
     for name, count in expected.items():
         assert count_parameters(build_model(name)) == count, name

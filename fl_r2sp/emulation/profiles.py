@@ -42,7 +42,8 @@ from types import MappingProxyType
 from typing import Literal
 
 _PAPER_COMPUTE = MappingProxyType(
-    {"cnn": 0.070, "lstm": 0.067, "resnet20": 0.30, "cnn-fedavg": 0.167, "mlp": 0.066}
+    {"cnn": 0.070, "lstm": 0.067, "resnet20": 0.30, "resnet20-a": 0.30, "cnn-fedavg": 0.167,
+     "mlp": 0.066}
 )
 
 #: Client link capacity from Table II (bytes/s).
