@@ -109,9 +109,11 @@ def bench_fedavg(rounds: int, tau: int) -> None:
 
 
 def bench_loop(clients: int, updates: int) -> None:
+    # Global updates per scheme so that each sees tens of thousands of client updates.
+    scale = {"bsp": 1, "fl-r2sp": 16, "asp": clients, "fedbuff": clients // 10}
     for strat, extra in (("bsp", {}), ("fl-r2sp", {"num_groups": 16}), ("asp", {}), ("fedbuff", {})):
         cfg = RunConfig(strategy=strat, dataset="cifar10", model="cnn", timing_only=True,
-                        num_partitions=clients, max_updates=updates, eval_every=10**6,
+                        num_partitions=clients, max_updates=updates * scale[strat], eval_every=10**9,
                         local_iterations=100, network="paper-ec2", **extra)
         started = time.perf_counter()
         out = run(cfg, write=False, progress=False)
@@ -154,7 +156,7 @@ def main() -> None:
     if a.what in ("fedavg", "all"):
         bench_fedavg(10, a.tau)
     if a.what in ("loop", "all"):
-        bench_loop(a.clients, 200)
+        bench_loop(a.clients, a.updates)
     if a.what in ("contention", "all"):
         bench_contention(128, 30)
 
