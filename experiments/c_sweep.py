@@ -36,7 +36,7 @@ def main(argv=None) -> None:
                                    **{k: s.get(k) for k in T_METRICS}))
     tmodel = models(args, "training")[0]
     # C = 0.75 last: that run is shared with Fig. 15 and likely cached by then.
-    for c in sorted(FRACTIONS, key=lambda f: f == DEFAULT_C):
+    for c in () if args.skip_training else sorted(FRACTIONS, key=lambda f: f == DEFAULT_C):
         for seed in args.seeds:
             s = training(args, seed, "fl-r2sp", tmodel, **diff_of(c))["summary"]
             a_rows.append(dict(strategy="fl-r2sp", fraction=c, seed=seed,

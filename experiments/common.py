@@ -45,6 +45,7 @@ class Args:
     seeds: tuple[int, ...]
     out: Path
     only_models: tuple[str, ...] = ()
+    skip_training: bool = False
 
     @property
     def item_dir(self) -> Path:
@@ -64,6 +65,8 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
     parser.add_argument("--out", default="experiments/results", help="results root")
     parser.add_argument("--models", default="",
                         help="comma-separated subset of the scale's models (default: all)")
+    parser.add_argument("--skip-training", action="store_true",
+                        help="items with a timing and a training part: run the timing part only")
     ns = parser.parse_args(argv)
     try:
         seeds = tuple(int(s) for s in ns.seeds.split(",") if s.strip())
@@ -72,7 +75,7 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
     if not seeds:
         parser.error("--seeds needs at least one seed")
     only = tuple(m for m in ns.models.split(",") if m.strip())
-    return Args(item, ns.scale, seeds, Path(ns.out), only)
+    return Args(item, ns.scale, seeds, Path(ns.out), only, ns.skip_training)
 
 
 def say(msg: str) -> None:
@@ -144,12 +147,14 @@ def config_key(cfg: Any) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def cached_run(args: Args, family: str, label: str, seed: int, **diff: Any) -> dict[str, Any]:
+def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool = False,
+               **diff: Any) -> dict[str, Any] | None:
     """Run (or load) one configuration; return its record.
 
     The record is ``{"label", "key", "config", "summary", "history"}``; the
     job rows and the link traces are kept beside it and loaded by
-    :func:`load_jobs` / :func:`load_traces`.
+    :func:`load_jobs` / :func:`load_traces`. With ``cached_only=True``
+    (default False) a missing run is not started and None is returned.
     """
     cfg = build_config(family, args.scale, seed, **diff)
     key = config_key(cfg)
@@ -159,6 +164,8 @@ def cached_run(args: Args, family: str, label: str, seed: int, **diff: Any) -> d
     if path.exists() and (family != "timing" or path.with_suffix(".records.json.gz").exists()):
         say(f"{args.item}: {label} seed {seed}: cached ({path.name})")
         return json.loads(path.read_text())
+    if cached_only:
+        return None
     from fl_r2sp.server.runner import run
 
     say(f"{args.item}: {label} seed {seed}: running ({cfg.strategy}, {cfg.model}, "
@@ -215,15 +222,18 @@ def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None
 
 def aggregate(rows: Sequence[Mapping[str, Any]], by: Sequence[str],
               metrics: Sequence[str]) -> list[dict[str, Any]]:
-    """Group ``rows`` by the ``by`` columns; add ``<m>_mean``, ``<m>_std`` and ``n``."""
+    """Group ``rows`` by the ``by`` columns; add ``<m>_mean``, ``<m>_std`` and ``n`` (rows).
+
+    Means and stds are over the rows where the metric is known (not None).
+    """
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(row[k] for k in by), []).append(row)
     out = []
     for key, members in groups.items():
-        agg: dict[str, Any] = dict(zip(by, key))
+        agg: dict[str, Any] = dict(zip(by, key), n=len(members))
         for m in metrics:
-            agg[f"{m}_mean"], agg[f"{m}_std"], agg["n"] = mean_std(r.get(m) for r in members)
+            agg[f"{m}_mean"], agg[f"{m}_std"], _ = mean_std(r.get(m) for r in members)
         out.append(agg)
     return out
 

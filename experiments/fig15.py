@@ -27,10 +27,13 @@ SCHEMES = {
 METRICS = ("final_accuracy", "best_accuracy", "converged_at", "virtual_time_s")
 
 
-def scheme_run(args, seed: int, model: str, name: str) -> dict:
-    """The cached run of scheme ``name`` (shared with table4, outliers, c_sweep)."""
+def scheme_run(args, seed: int, model: str, name: str, cached_only: bool = False) -> dict | None:
+    """The cached run of scheme ``name`` (shared with table4, outliers, c_sweep).
+
+    ``cached_only=True`` (default False): None when the run is not cached.
+    """
     diff = dict(SCHEMES[name])
-    return training(args, seed, diff.pop("strategy"), model, **diff)
+    return training(args, seed, diff.pop("strategy"), model, cached_only=cached_only, **diff)
 
 
 def plot(args, model: str, histories: dict) -> None:

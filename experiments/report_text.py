@@ -64,9 +64,12 @@ NOTES = {
     "fig17": (
         "**Why it differs.** In a fluid model every burst of pulls saturates the server link, so "
         "at 0.1 s resolution both schemes peak at the link capacity (ratio 1). The paper's 3x "
-        "is a nethogs figure (1 s refresh); at 1 s bins BSP's synchronized burst still fills "
-        "whole bins while FL-R²SP's staggered group pulls fill only part of theirs. The ratio "
-        "thus depends on bin width and model size; it is not a calibrated quantity."),
+        "is a nethogs figure (1 s refresh); at coarser bins BSP's synchronized burst fills whole "
+        "bins while FL-R²SP's staggered group pulls fill only part of theirs. For ResNet20 one "
+        "FL-R²SP group pull (12 x 1.09 MB at 8.3 MB/s = 1.6 s) itself fills a 1 s bin, so the "
+        "ratio only appears at 5 s bins. The ratio is a function of bin width, model size and "
+        "discipline (under FCFS the sender is busy almost all the time for both schemes), not a "
+        "calibrated quantity; we do not reproduce 3x at the paper's 1 s resolution."),
     "fig18": (
         "The group round (release to C-th update) barely depends on group size once pulls are "
         "short; the client cycle adds the wait for the group's turn, which is where the "

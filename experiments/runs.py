@@ -70,10 +70,14 @@ def _rec_time(rec: dict[str, Any]) -> float:
     return 0.0
 
 
-def training(args: Args, seed: int, strategy: str, model: str, **diff: Any) -> dict[str, Any]:
-    """Real-training run of ``strategy`` on ``model`` (``diff``: other knobs)."""
+def training(args: Args, seed: int, strategy: str, model: str, cached_only: bool = False,
+             **diff: Any) -> dict[str, Any] | None:
+    """Real-training run of ``strategy`` on ``model`` (``diff``: other knobs).
+
+    ``cached_only=True`` (default False) returns None instead of running.
+    """
     return cached_run(args, "training", _label("r", strategy, model, diff), seed,
-                      strategy=strategy, model=model, **diff)
+                      cached_only=cached_only, strategy=strategy, model=model, **diff)
 
 
 def comm(summary: dict[str, Any]) -> float | None:

@@ -51,7 +51,8 @@ def test_mean_std_and_aggregate():
     rows = [dict(m="a", x=1.0), dict(m="a", x=3.0), dict(m="b", x=None)]
     agg = {r["m"]: r for r in aggregate(rows, ("m",), ("x",))}
     assert agg["a"]["x_mean"] == 2.0 and agg["a"]["x_std"] == pytest.approx(math.sqrt(2))
-    assert agg["b"]["x_mean"] is None and agg["b"]["n"] == 0
+    assert agg["a"]["n"] == 2
+    assert agg["b"]["x_mean"] is None and agg["b"]["n"] == 1
 
 
 def test_peak_rebins_tenth_second_trace():
