@@ -33,15 +33,24 @@ log = logging.getLogger("fl_r2sp")
 PULL_INTERVAL = 0.005
 
 
-def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0) -> dict[int, int]:
+def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0,
+                        wait_for_all: bool = False) -> dict[int, int]:
     """Ask every node for its ``partition-id``; return {partition id: node id}.
 
-    Waits up to ``timeout`` s for ``expected`` nodes to connect (deployments
-    start SuperNodes one by one). Nodes that do not answer are left out.
+    With ``wait_for_all``, waits up to ``timeout`` s for ``expected`` nodes
+    to connect (deployments start SuperNodes one by one). Nodes that do not
+    answer are left out.
+
+    Raises
+    ------
+    ValueError
+        If two nodes report the same partition id, or a node was told a
+        ``num-partitions`` other than ``expected`` (the run would silently
+        train on a fraction of the data).
     """
     deadline = time.monotonic() + timeout
     nodes = list(grid.get_node_ids())
-    while expected and len(nodes) < expected and time.monotonic() < deadline:
+    while wait_for_all and len(nodes) < expected and time.monotonic() < deadline:
         time.sleep(0.5)
         nodes = list(grid.get_node_ids())
     msgs = [Message(RecordDict({"config": ConfigRecord({"ask": "partition-id"})}), n, MessageType.QUERY)
@@ -57,6 +66,12 @@ def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0) -
                             reply.metadata.src_node_id, reply.error.reason)
                 continue
             pid = int(reply.content["config"]["partition-id"])
+            told = int(reply.content["config"].get("num-partitions", 0))
+            if expected and told and told != expected:
+                raise ValueError(
+                    f"the nodes were started with num-partitions={told} but the run config "
+                    f"says num-partitions={expected}: make them equal (in simulation pass "
+                    f'--run-config "num-partitions={told}" or num-supernodes={expected})')
             if pid in found:
                 raise ValueError(f"two nodes report partition-id={pid}: give each SuperNode its own")
             found[pid] = reply.metadata.src_node_id

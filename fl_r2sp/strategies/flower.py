@@ -109,7 +109,8 @@ class EventDrivenStrategy(Strategy):
         template = initial_arrays.to_numpy_ndarrays()
         log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
         self.summary()
-        partitions = discover_partitions(grid, expected=cfg.num_partitions if cfg.clock == "wall" else 0)
+        partitions = discover_partitions(grid, expected=cfg.num_partitions,
+                                         wait_for_all=cfg.clock == "wall")
         transport = GridTransport(grid, template, partitions, ttl=max(timeout, 60.0))
         evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
         out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
