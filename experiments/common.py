@@ -66,7 +66,7 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
     parser.add_argument("--models", default="",
                         help="comma-separated subset of the scale's models (default: all)")
     parser.add_argument("--skip-training", action="store_true",
-                        help="items with a timing and a training part: run the timing part only")
+                        help="start no real-training run: use the cached ones, leave out the rest")
     ns = parser.parse_args(argv)
     try:
         seeds = tuple(int(s) for s in ns.seeds.split(",") if s.strip())

@@ -66,11 +66,13 @@ def main(argv=None) -> None:
             # The two shared schemes last: another item may be computing them meanwhile.
             for name in sorted(SCHEMES, key=lambda n: n in ("bsp", "fl-r2sp")):
                 rec = scheme_run(args, seed, model, name)
+                if rec is None:  # not cached under --skip-training
+                    continue
                 rows.append(dict(model=model, scheme=name, seed=seed,
                                  **{k: rec["summary"].get(k) for k in METRICS}))
                 if seed == args.seeds[0]:
                     histories[name] = rec["history"]
-        plot(args, model, histories)
+        plot(args, model, {k: histories[k] for k in SCHEMES if k in histories})
     table = aggregate(rows, ("model", "scheme"), METRICS)
     finish(args, rows, table, {"filter_loss": filter_loss(table)})
 

@@ -41,11 +41,10 @@ def main(argv=None) -> None:
     for model in models(args, "training")[:1]:  # the first model only: the filter is model-agnostic
         for seed in args.seeds:
             # Own runs first: the shared Fig. 15 runs are likely cached by then.
-            for case, diff in CLEAN.items():
-                s = training(args, seed, "fl-r2sp", model, **diff)["summary"]
-                rows.append(row(model, case, seed, s, n))
-            for scheme in ("fl-r2sp", "bsp"):
-                rows.append(row(model, scheme, seed, scheme_run(args, seed, model, scheme)["summary"], n))
+            runs = {case: training(args, seed, "fl-r2sp", model, **diff) for case, diff in CLEAN.items()}
+            runs.update({s: scheme_run(args, seed, model, s) for s in ("fl-r2sp", "bsp")})
+            # None: not cached under --skip-training.
+            rows += [row(model, case, seed, rec["summary"], n) for case, rec in runs.items() if rec]
     finish(args, rows, aggregate(rows, ("model", "case"), METRICS))
 
 

@@ -74,10 +74,12 @@ def training(args: Args, seed: int, strategy: str, model: str, cached_only: bool
              **diff: Any) -> dict[str, Any] | None:
     """Real-training run of ``strategy`` on ``model`` (``diff``: other knobs).
 
-    ``cached_only=True`` (default False) returns None instead of running.
+    ``cached_only=True`` (default False), or ``--skip-training``, returns None
+    instead of running.
     """
     return cached_run(args, "training", _label("r", strategy, model, diff), seed,
-                      cached_only=cached_only, strategy=strategy, model=model, **diff)
+                      cached_only=cached_only or args.skip_training, strategy=strategy,
+                      model=model, **diff)
 
 
 def comm(summary: dict[str, Any]) -> float | None:

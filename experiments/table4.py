@@ -89,7 +89,7 @@ def rounds_to(summary: dict) -> float | None:
 def main(argv=None) -> None:
     args = parse_args("table4", __doc__, argv)
     rounds = round_rows(args)
-    conv = [] if args.skip_training else conv_rows(args)
+    conv = conv_rows(args)
     table = aggregate(conv, ("model", "filter"), CONV_METRICS)
     finish(args, conv, table,
            {"round_time": aggregate(rounds, ("model", "discipline"), ROUND_METRICS)})

@@ -120,3 +120,12 @@ def test_report_has_every_section(results, tmp_path):
         assert f"## {title}" in text
     assert "not reproduced" in text or "reproduced" in text
     assert (tmp_path / "report" / "table5.csv").is_file()
+
+
+def test_skip_training_uses_only_cached_runs(results, capsys):
+    # Seed 7 was never run: --skip-training leaves it out instead of starting it.
+    importlib.import_module("experiments.fig15").main(
+        ["--scale", "smoke", "--seeds", "0,7", "--out", str(results), "--skip-training"])
+    assert "running" not in capsys.readouterr().out
+    d = summary(results, "fig15")
+    assert d["seeds"] == [0, 7] and {r["n"] for r in d["table"]} == {1}
