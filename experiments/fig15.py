@@ -72,7 +72,8 @@ def main(argv=None) -> None:
                                  **{k: rec["summary"].get(k) for k in METRICS}))
                 if seed == args.seeds[0]:
                     histories[name] = rec["history"]
-        plot(args, model, {k: histories[k] for k in SCHEMES if k in histories})
+        if histories:  # empty when --skip-training found nothing cached
+            plot(args, model, {k: histories[k] for k in SCHEMES if k in histories})
     table = aggregate(rows, ("model", "scheme"), METRICS)
     finish(args, rows, table, {"filter_loss": filter_loss(table)})
 
