@@ -55,6 +55,7 @@ class RunConfig:
     cosine_threshold: float = _f(0.5, "beta: a score below this counts as an outlier round.")
     outlier_rounds: int = _f(3, "Consecutive low-scored rounds before blacklisting.")
     cosine_reference: CosineReference = _f("group", "Reference delta for the cosine score.")
+    outlier_warmup: int = _f(0, "Group rounds not scored at the start (paper: 0).")
     score_stragglers: bool = _f(False, "Also score straggler updates for the outlier filter.")
     bsp_sampling: BspSampling = _f("first-c", "BSP: first C*N replies, or sample C*N and wait all.")
     asp_mixing: AspMixing = _f("average", "ASP mixing: (N'-1)/N' average or FedAsync alpha.")
@@ -177,6 +178,7 @@ class RunConfig:
         _check(self.initial_round_time >= 0, "initial-round-time", self.initial_round_time, ">= 0")
         _check(-1 <= self.cosine_threshold <= 1, "cosine-threshold", self.cosine_threshold,
                "a cosine lies in [-1, 1]")
+        _check(self.outlier_warmup >= 0, "outlier-warmup", self.outlier_warmup, "must be >= 0")
         _check(self.outlier_rounds >= 1, "outlier-rounds", self.outlier_rounds, "must be >= 1")
         _check(0 < self.mixing_alpha <= 1, "mixing-alpha", self.mixing_alpha, "must lie in (0, 1]")
         _check(self.buffer_size >= 1, "buffer-size", self.buffer_size, "must be >= 1")

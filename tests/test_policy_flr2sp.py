@@ -117,9 +117,10 @@ def test_leave_one_out_reference() -> None:
     assert scores["group-loo"][0] == pytest.approx(1 / np.sqrt(2))  # vs [1/2, 1/2]
 
 
-def blacklist_run() -> ScriptedDriver:
+def blacklist_run(warmup: int = 0) -> ScriptedDriver:
     """3 clients, M=1, C=1: client 2 pushes against the group except in round 3."""
-    policy = FLR2SPPolicy(3, num_groups=1, fraction=1.0, known_outliers=frozenset({1, 2}))
+    policy = FLR2SPPolicy(3, num_groups=1, fraction=1.0, known_outliers=frozenset({1, 2}),
+                          outlier_warmup=warmup)
     drv = ScriptedDriver(policy)
     drv.start([0, 0])
     for rnd in range(6):
@@ -141,6 +142,14 @@ def test_blacklist_after_three_consecutive_low_scores_with_reset() -> None:
     s = drv.policy.summary()
     assert s["blacklisted"] == [2]
     assert s["blacklist_precision"] == 1.0 and s["blacklist_recall"] == 0.5
+
+
+def test_outlier_warmup_skips_the_first_rounds() -> None:
+    drv = blacklist_run(warmup=3)
+    rounds = sorted({r["round"] for r in drv.records("client_score")})
+    assert rounds == [3, 4, 5]  # group rounds 0-2 are not scored
+    streaks = [r["streak"] for r in drv.records("client_score") if r["cid"] == 2]
+    assert streaks == [1, 2, 3] and drv.records("blacklist")[0]["t"] == 6.0
 
 
 def test_threshold_follows_active_members_after_blacklisting() -> None:

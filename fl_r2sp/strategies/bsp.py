@@ -43,8 +43,8 @@ class BSPPolicy(FLR2SPPolicy):
     aggregation : {"mean", "weighted"}, default "mean"
         Unweighted mean (paper) or sample-weighted (FedAvg).
     outlier_filter, cosine_threshold, outlier_rounds, known_outliers, cosine_reference, \
-score_stragglers, max_failures
-        As in :class:`FLR2SPPolicy` (defaults True, 0.5, 3, empty, "group", False, 3).
+score_stragglers, max_failures, outlier_warmup
+        As in :class:`FLR2SPPolicy` (defaults True, 0.5, 3, empty, "group", False, 3, 0).
     """
 
     name = "bsp"
@@ -63,6 +63,7 @@ score_stragglers, max_failures
         cosine_reference: CosineReferenceKind = "group",
         score_stragglers: bool = False,
         max_failures: int = 3,
+        outlier_warmup: int = 0,
     ) -> None:
         if sampling not in ("first-c", "sample"):
             raise ValueError(f"bsp sampling={sampling!r} is not one of 'first-c', 'sample'")
@@ -72,6 +73,7 @@ score_stragglers, max_failures
             cosine_threshold=cosine_threshold, outlier_rounds=outlier_rounds,
             known_outliers=known_outliers, cosine_reference=cosine_reference,
             score_stragglers=score_stragglers, max_failures=max_failures,
+            outlier_warmup=outlier_warmup,
         )
         self.sampling: BspSamplingKind = sampling
         self.seed = int(seed)

@@ -38,7 +38,7 @@ def make_policy(
         outlier_filter=cfg.outlier_filter, cosine_threshold=cfg.cosine_threshold,
         outlier_rounds=cfg.outlier_rounds, known_outliers=frozenset(known_outliers),
         cosine_reference=cfg.cosine_reference, score_stragglers=cfg.score_stragglers,
-        max_failures=cfg.max_failures,
+        max_failures=cfg.max_failures, outlier_warmup=cfg.outlier_warmup,
     )
     staleness = StalenessFn(cfg.staleness, cfg.staleness_a, cfg.staleness_b)
     if cfg.strategy == "fl-r2sp":

@@ -94,6 +94,9 @@ class FLR2SPPolicy(Policy):
         Ground truth for blacklist precision/recall.
     cosine_reference : str, default "group"
         Reference delta (:mod:`fl_r2sp.strategies.scoring`).
+    outlier_warmup : int, default 0
+        Group rounds scored by nobody at the start (0 = score from the first,
+        as the paper); early deltas are mostly SGD noise.
     score_stragglers : bool, default False
         Also score stragglers: their delta from the model they started from
         against their group's latest reference delta.
@@ -120,7 +123,11 @@ class FLR2SPPolicy(Policy):
         cosine_reference: CosineReferenceKind = "group",
         score_stragglers: bool = False,
         max_failures: int = 3,
+        outlier_warmup: int = 0,
     ) -> None:
+        if outlier_warmup < 0:
+            raise ValueError(f"outlier_warmup must be >= 0, got {outlier_warmup}")
+        self.outlier_warmup = int(outlier_warmup)
         self._clients = client_list(clients)
         check_flr2sp_args(len(self._clients), num_groups, fraction, gap_factor, aggregation,
                     cosine_reference)
@@ -363,6 +370,8 @@ class FLR2SPPolicy(Policy):
         assert group.intra is not None
         ref = group_reference(self.cosine_reference, group.start, group.intra, self._w, w_before)
         group.last_reference = ref
+        if group.round < self.outlier_warmup:
+            return []
         vectors = [u.weights for u in group.collected]
         coefs = coefficients(group.collected, self.aggregation)
         refs = client_references(self.cosine_reference, vectors, coefs, group.start, ref)
