@@ -141,10 +141,46 @@ def build_config(family: str, scale: str, seed: int, **diff: Any):
     return cfg.replace(max_updates=rounds * unit, eval_every=unit)
 
 
+#: Run-config keys that do not change a run's result.
+_OUTPUT_ONLY = ("run-dir", "plots", "data-dir")
+
+
 def config_key(cfg: Any) -> str:
-    """Stable 12-hex hash of a config's run-config dict (run_dir/plots excluded)."""
-    d = {k: v for k, v in cfg.to_run_config().items() if k not in ("run-dir", "plots")}
+    """Stable 12-hex hash of the run-config keys that differ from their defaults.
+
+    Leaving defaults out keeps cached runs valid when the engine gains a new
+    knob whose default keeps the old behaviour; output-only keys (run dir,
+    plots, data dir) are left out too. Accepts a RunConfig or its kebab-case dict.
+    """
+    from fl_r2sp.config import RunConfig
+
+    defaults = RunConfig.keys()
+    items = cfg.items() if isinstance(cfg, Mapping) else cfg.to_run_config().items()
+    d = {k: v for k, v in items if k not in _OUTPUT_ONLY and defaults.get(k, object()) != v}
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def rekey_runs(out: Path) -> int:
+    """Rename cached runs whose file key differs from :func:`config_key` of their config.
+
+    For caches written under an older key scheme; returns how many runs moved.
+    """
+    moved = 0
+    for path in sorted((out / "_runs").glob("*.json")):
+        rec = json.loads(path.read_text())
+        key = config_key(rec["config"])
+        if rec.get("key") == key:
+            continue
+        rec["key"] = key
+        stem = f"{rec['label']}-s{rec['seed']}-{key}"
+        for suffix in (".jobs.json.gz", ".records.json.gz", ".traces.npz"):
+            old = path.with_suffix(suffix)
+            if old.exists():
+                old.replace(path.parent / f"{stem}{suffix}")
+        (path.parent / f"{stem}.json").write_text(json.dumps(rec, default=_plain))
+        path.unlink()
+        moved += 1
+    return moved
 
 
 def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool = False,

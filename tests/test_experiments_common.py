@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from experiments.common import (
-    aggregate, build_config, config_key, mean_std, parse_args, round_units, write_csv,
+    aggregate, build_config, config_key, mean_std, parse_args, rekey_runs, round_units, write_csv,
 )
 from experiments.conf import scale_settings
 from experiments.fig17 import peak
@@ -37,11 +37,30 @@ def test_build_config_applies_rounds_and_bsp_single_group():
     assert (asp.max_updates, asp.eval_every) == (4 * 6, 6)  # ceil(0.75 * 8) = 6 per round
 
 
-def test_config_key_ignores_output_only_fields():
+def test_config_key_ignores_output_only_fields_and_defaults():
     a = build_config("timing", "smoke", 0, strategy="bsp", model="cnn")
-    assert config_key(a) == config_key(a.replace(run_dir="elsewhere", plots=True))
+    assert config_key(a) == config_key(a.replace(run_dir="elsewhere", plots=True, data_dir="/x"))
     assert config_key(a) != config_key(a.replace(seed=1))
     assert len(config_key(a)) == 12
+    # A knob missing from an older cache's config counts as its default.
+    d = a.to_run_config()
+    d.pop("strict-order")
+    assert config_key(d) == config_key(a)
+
+
+def test_rekey_runs_moves_files_to_the_current_key(tmp_path):
+    import json
+
+    cfg = build_config("timing", "smoke", 0, strategy="bsp", model="cnn")
+    runs = tmp_path / "_runs"
+    runs.mkdir()
+    rec = {"label": "t-bsp-cnn", "seed": 0, "key": "old", "config": cfg.to_run_config()}
+    (runs / "t-bsp-cnn-s0-old.json").write_text(json.dumps(rec))
+    (runs / "t-bsp-cnn-s0-old.jobs.json.gz").write_bytes(b"x")
+    assert rekey_runs(tmp_path) == 1 and rekey_runs(tmp_path) == 0
+    key = config_key(cfg)
+    assert json.loads((runs / f"t-bsp-cnn-s0-{key}.json").read_text())["key"] == key
+    assert (runs / f"t-bsp-cnn-s0-{key}.jobs.json.gz").read_bytes() == b"x"
 
 
 def test_mean_std_and_aggregate():
