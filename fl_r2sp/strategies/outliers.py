@@ -108,7 +108,8 @@ class OutlierFilter:
         """JSON-friendly figures (NaN precision/recall become ``None``)."""
 
         def _num(x: float) -> float | None:
-            return None if math.isnan(x) else x
+            # A switched-off filter has no precision/recall (not a recall of 0).
+            return None if math.isnan(x) or not self.enabled else x
 
         return {
             "outlier_filter": self.enabled,
