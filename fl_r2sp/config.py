@@ -60,7 +60,9 @@ class RunConfig:
     bsp_sampling: BspSampling = _f("first-c", "BSP: first C*N replies, or sample C*N and wait all.")
     asp_mixing: AspMixing = _f("average", "ASP mixing: (N'-1)/N' average or FedAsync alpha.")
     mixing_alpha: float = _f(0.6, "FedAsync mixing weight alpha (before staleness).")
-    staleness: Staleness = _f("constant", "FedAsync/FedBuff staleness function.")
+    staleness: Staleness = _f(
+        "polynomial", "FedAsync/FedBuff staleness weight s(t); polynomial (1+t)^-a is FedBuff's."
+    )
     staleness_a: float = _f(0.5, "Staleness exponent a (polynomial, hinge).")
     staleness_b: float = _f(4.0, "Hinge staleness threshold b.")
     buffer_size: int = _f(10, "FedBuff: K updates per server step.")
