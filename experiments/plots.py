@@ -40,24 +40,26 @@ def _bars(ax, labels: list[str], series: dict[str, tuple[list, list]]) -> None:
     ax.legend(fontsize=8)
 
 
-def table2(data: dict, path: Path) -> None:
+def _ours_vs_paper(data: dict, path: Path, key: str, paper_table: dict, title: str,
+                   unit: str) -> None:
+    """Bars per model: ours (fair, fcfs; mean ± std of ``key``) beside the paper's."""
     rows = data["table"]
     labels = sorted({r["model"] for r in rows})
-    series = {f"ours ({d})": ([_pick(rows, m, d, "slowdown_mean") for m in labels],
-                              [_pick(rows, m, d, "slowdown_std") for m in labels])
+    series = {f"ours ({d})": ([_pick(rows, m, d, f"{key}_mean") for m in labels],
+                              [_pick(rows, m, d, f"{key}_std") for m in labels])
               for d in ("fair", "fcfs")}
-    series["paper"] = ([paper.TABLE2.get(m, {}).get("slowdown") for m in labels], [0] * len(labels))
-    _save(path, "Table II: slowdown 128 clients vs 1 (BSP)", "x", labels, series)
+    series["paper"] = ([paper_table.get(m, {}).get(key) for m in labels], [0] * len(labels))
+    _save(path, title, unit, labels, series)
+
+
+def table2(data: dict, path: Path) -> None:
+    _ours_vs_paper(data, path, "slowdown", paper.TABLE2,
+                   "Table II: slowdown 128 clients vs 1 (BSP)", "x")
 
 
 def table5(data: dict, path: Path) -> None:
-    rows = data["table"]
-    labels = sorted({r["model"] for r in rows})
-    series = {f"ours ({d})": ([_pick(rows, m, d, "speedup_mean") for m in labels],
-                              [_pick(rows, m, d, "speedup_std") for m in labels])
-              for d in ("fair", "fcfs")}
-    series["paper"] = ([paper.TABLE5.get(m, {}).get("speedup") for m in labels], [0] * len(labels))
-    _save(path, "Table V: communication time reduction, FL-R²SP vs BSP", "fraction", labels, series)
+    _ours_vs_paper(data, path, "speedup", paper.TABLE5,
+                   "Table V: communication time reduction, FL-R²SP vs BSP", "fraction")
 
 
 def fig18(data: dict, path: Path) -> None:
