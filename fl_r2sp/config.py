@@ -148,8 +148,8 @@ class RunConfig:
             return max(1, self.num_partitions // self.group_size)
         return self.num_groups
 
-    def validate(self) -> None:
-        """Raise ``ValueError`` naming the first invalid key and how to fix it."""
+    def _check_choices(self) -> None:
+        """Every ``Literal``-typed field holds one of its choices."""
         for f in fields(self):
             # ``from __future__ import annotations`` makes f.type the alias name.
             alias = globals().get(f.type) if isinstance(f.type, str) else f.type
@@ -159,6 +159,10 @@ class RunConfig:
                 raise ValueError(
                     f"{_k(f.name)}={value!r} is not one of {', '.join(map(repr, choices))}"
                 )
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first invalid key and how to fix it."""
+        self._check_choices()
         _check(0.0 < self.fraction <= 1.0, "fraction", self.fraction, "C must lie in (0, 1]")
         _check(self.num_partitions >= 1, "num-partitions", self.num_partitions, "need >= 1 client")
         _check(self.groups >= 1, "num-groups", self.groups, "need at least one group")

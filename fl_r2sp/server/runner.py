@@ -109,19 +109,8 @@ def run(
     policy = make_policy(cfg, clients, outliers)
     if evaluator is None and not cfg.timing_only:
         evaluator = CentralEvaluator(cfg)
-    stop = StopRule(cfg.max_updates, cfg.time_budget, cfg.convergence_window, cfg.convergence_tol)
-    base = dict(policy=policy, transport=transport, model_size=weights.size, evaluator=evaluator,
-                stop=stop, eval_every=cfg.eval_every, progress=progress)
-    network = None
-    if cfg.clock == "virtual":
-        network = star_network(cfg.num_partitions, get_profile(cfg.network))
-        loop: LoopBase = VirtualLoop(
-            network=network, model_bytes=4 * weights.size, overhead=get_profile(cfg.network).overhead,
-            compute_lb={c: runtime.compute_seconds(c) for c in clients},
-            availability=None if cfg.dropout == "none" else make_availability(cfg.dropout),
-            seed=cfg.seed, job_timeout=cfg.job_timeout, **base)
-    else:
-        loop = WallLoop(job_timeout=cfg.job_timeout, **base)
+    loop, network = _build_loop(cfg, policy, transport, weights, evaluator, progress,
+                                {c: runtime.compute_seconds(c) for c in clients})
     started = time.perf_counter()
     try:
         final = loop.run(weights, clients)
@@ -137,6 +126,25 @@ def run(
         if out.run_dir is not None:
             log.info("run directory: %s", out.run_dir)
     return out
+
+
+def _build_loop(cfg: RunConfig, policy, transport: Transport, weights: np.ndarray,
+                evaluator: Evaluator | None, progress: bool, compute_lb: dict[int, float]
+                ) -> tuple[LoopBase, Network | None]:
+    """The virtual-time loop over a star network, or the wall-clock loop."""
+    stop = StopRule(cfg.max_updates, cfg.time_budget, cfg.convergence_window, cfg.convergence_tol)
+    base = dict(policy=policy, transport=transport, model_size=weights.size, evaluator=evaluator,
+                stop=stop, eval_every=cfg.eval_every, progress=progress)
+    if cfg.clock == "wall":
+        return WallLoop(job_timeout=cfg.job_timeout, **base), None
+    profile = get_profile(cfg.network)
+    network = star_network(cfg.num_partitions, profile)
+    loop = VirtualLoop(
+        network=network, model_bytes=4 * weights.size, overhead=profile.overhead,
+        compute_lb=compute_lb,
+        availability=None if cfg.dropout == "none" else make_availability(cfg.dropout),
+        seed=cfg.seed, job_timeout=cfg.job_timeout, **base)
+    return loop, network
 
 
 def _effective(cfg: RunConfig) -> RunConfig:
