@@ -99,7 +99,11 @@ class Engine:
             return
         fast.join(fast.seq, fid, size, size, links)
         fast.seq += 1
-        self._settle_fast()
+        fast.flush()  # self._settle_fast(), inlined: once per started flow
+        if fast.broken:
+            self._to_general()
+        elif fast.watched:
+            fast.record()
 
     def cancel(self, fid: int) -> None:
         """Remove an in-flight flow (pending or active) at the current time."""
@@ -125,7 +129,7 @@ class Engine:
         self.fast.flush()  # type: ignore[union-attr]
         if self.fast.broken:  # type: ignore[union-attr]
             self._to_general()
-        else:
+        elif self.fast.watched:  # type: ignore[union-attr]
             self.fast.record()  # type: ignore[union-attr]
 
     # -- time ----------------------------------------------------------------

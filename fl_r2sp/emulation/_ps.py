@@ -30,6 +30,9 @@ import numpy as np
 
 from ._fluid import BYTES_RTOL
 
+# Module-level aliases: the hot paths below run once or more per event.
+_heappush, _heappop, _INF = heapq.heappush, heapq.heappop, math.inf
+
 Export = tuple[int, int, float, float, tuple[int, ...]]  # (seq, fid, size, remaining, links)
 
 
@@ -125,6 +128,8 @@ class FastState:
         self.broken = False
         self._ver = 0
         self._dirty: dict[int, _Group] = {}
+        # (hub, links) -> min capacity of the non-hub links; capacities never change.
+        self._mcache: dict[tuple[int, tuple[int, ...]], float] = {}
         self.watched: list[int] = []
         #: Called as ``recorder(t, loads)`` with the loads of :attr:`watched` after changes.
         self.recorder: Callable[[float, np.ndarray], None] | None = None
@@ -132,7 +137,8 @@ class FastState:
     # -- joining and leaving -------------------------------------------------
     def join(self, seq: int, fid: int, size: float, rem: float, links: tuple[int, ...]) -> None:
         """Add an active flow with ``rem`` bytes left at :attr:`t` (activation order = ``seq``)."""
-        used = [lk for lk in links if self.count.get(lk, 0)]
+        count = self.count
+        used = [lk for lk in links if count.get(lk, 0)]
         hub = used[0] if used else links[0]
         if len(used) > 1 or (used and hub not in self.groups and not self._rehome(hub)):
             self.orphans.append((seq, fid, size, rem, links))
@@ -140,10 +146,11 @@ class FastState:
             return
         f = _Flow(seq, fid, size, links)
         self.flows[fid] = f
+        owner = self.owner
         for lk in links:
-            self.count[lk] = self.count.get(lk, 0) + 1
+            count[lk] = count.get(lk, 0) + 1
             if lk != hub:
-                self.owner[lk] = fid
+                owner[lk] = fid
         self._enter(f, hub, rem)
 
     def _rehome(self, link: int) -> bool:
@@ -163,46 +170,68 @@ class FastState:
         return True
 
     def _enter(self, f: _Flow, hub: int, rem: float) -> None:
+        t = self.t
         g = self.groups.get(hub)
         if g is None:
-            g = self.groups[hub] = _Group(hub, float(self.cap[hub]), bool(self.fcfs[hub]), self.t)
-        g.settle(self.t)
+            g = self.groups[hub] = _Group(hub, float(self.cap[hub]), bool(self.fcfs[hub]), t)
+        elif t > g.t:  # g.settle(t), inlined
+            g.v += (-g.r if g.fcfs else g.r) * (t - g.t)
+            g.t = t
         f.hub = hub
-        f.m = min((float(self.cap[lk]) for lk in f.links if lk != hub), default=math.inf)
+        key = (hub, f.links)
+        m = self._mcache.get(key)
+        if m is None:
+            m = self._mcache[key] = min((float(self.cap[lk]) for lk in f.links if lk != hub), default=_INF)
+        f.m = m
         if g.fcfs:
             f.val = rem
             if g.head() is None:
                 g.v = rem
-            heapq.heappush(g.heap, (f.seq, f.fid))
+            _heappush(g.heap, (f.seq, f.fid))
         else:
             f.val = g.v + rem
-            heapq.heappush(g.heap, (f.val, f.fid))
+            _heappush(g.heap, (f.val, f.fid))
         g.members[f.fid] = f
-        if g.mcount.get(f.m, 0) == 0:
-            heapq.heappush(g.mheap, f.m)
-        g.mcount[f.m] = g.mcount.get(f.m, 0) + 1
-        self._changed(g)
+        mcount = g.mcount
+        k = mcount.get(m, 0)
+        if k == 0:
+            _heappush(g.mheap, m)
+        mcount[m] = k + 1
+        self._ver += 1  # self._changed(g), inlined
+        g.ver = self._ver
+        self._dirty[hub] = g
 
     def leave(self, fid: int) -> None:
         """Remove active flow ``fid`` (completed or cancelled) at :attr:`t`."""
         f = self.flows.pop(fid)
-        g = self.groups[f.hub]
-        g.settle(self.t)
+        hub = f.hub
+        g = self.groups[hub]
+        t = self.t
+        if t > g.t:  # g.settle(t), inlined
+            g.v += (-g.r if g.fcfs else g.r) * (t - g.t)
+            g.t = t
         was_head = g.fcfs and g.head() is f
-        del g.members[fid]
-        g.mcount[f.m] -= 1
-        if g.mcount[f.m] == 0:
-            del g.mcount[f.m]
+        members = g.members
+        del members[fid]
+        mcount = g.mcount
+        k = mcount[f.m] - 1
+        if k:
+            mcount[f.m] = k
+        else:
+            del mcount[f.m]
+        count, owner = self.count, self.owner
         for lk in f.links:
-            self.count[lk] -= 1
-            if self.owner.get(lk) == fid:
-                del self.owner[lk]
-        if not g.members:
-            del self.groups[f.hub]
+            count[lk] -= 1
+            if owner.get(lk) == fid:
+                del owner[lk]
+        if not members:
+            del self.groups[hub]
             return
         if was_head:
             g.v = g.head().val  # type: ignore[union-attr]
-        self._changed(g)
+        self._ver += 1  # self._changed(g), inlined
+        g.ver = self._ver
+        self._dirty[hub] = g
 
     def _changed(self, g: _Group) -> None:
         # Rates are recomputed once per group per batch of changes at one instant
@@ -213,16 +242,35 @@ class FastState:
 
     def flush(self) -> None:
         """New rates and completion events of the groups changed since the last flush."""
-        for hub, g in self._dirty.items():
-            if self.groups.get(hub) is not g:
+        dirty = self._dirty
+        if not dirty:
+            return
+        groups, events = self.groups, self.events
+        for hub, g in dirty.items():
+            if groups.get(hub) is not g:
                 continue
-            if not g.rate_ok():
-                self.broken = True
-                continue
-            head = g.head()
-            if head is not None:
-                heapq.heappush(self.events, (g.finish_time(), head.fid, g.ver, hub))
-        self._dirty.clear()
+            # g.rate_ok(), g.head() and g.finish_time(), inlined: the hottest loop.
+            members, heap = g.members, g.heap
+            while heap[0][1] not in members:
+                _heappop(heap)
+            head = members[heap[0][1]]
+            if g.fcfs:
+                r = min(g.cap, head.m)
+                rem = g.v
+            else:
+                share = g.cap / len(members)
+                m_min = g.min_cap()
+                if m_min >= share:
+                    r = share
+                elif len(g.mcount) == 1:  # equal private caps all binding: everyone gets m
+                    r = m_min
+                else:
+                    self.broken = True
+                    continue
+                rem = head.val - g.v
+            g.r = r
+            _heappush(events, (g.t + max(rem, 0.0) / r, head.fid, g.ver, hub))
+        dirty.clear()
 
     def clone(self) -> FastState:
         """Independent copy for look-ahead (flow records are never mutated, only replaced)."""
@@ -241,48 +289,58 @@ class FastState:
     def run(self, to: float, first_only: bool = False) -> list[tuple[int, float]]:
         """Step to ``to`` (or the first completion); stop early, unfinished, if :attr:`broken`."""
         done: list[tuple[int, float]] = []
+        pending = self.pending
         while not self.broken:
             t_done = self.next_done()[0]
-            t_next = min(t_done, self.pending[0][0] if self.pending else math.inf)
-            if t_next > to or math.isinf(t_next):
+            t_next = min(t_done, pending[0][0] if pending else _INF)
+            if t_next > to or t_next == _INF:
                 break
             step = self.complete_at(t_next) if t_done <= t_next else []
             self.t = t_next
-            while self.pending and self.pending[0][0] <= t_next:
-                _, fid, size, links = heapq.heappop(self.pending)
+            while pending and pending[0][0] <= t_next:
+                _, fid, size, links = _heappop(pending)
                 if size > 0:
                     self.join(self.seq, fid, size, size, links)
                     self.seq += 1
                 else:
                     step.append(fid)
-            done += [(fid, t_next) for fid in sorted(step)]
+            if len(step) > 1:
+                step.sort()
+            done += [(fid, t_next) for fid in step]
             self.flush()
-            if not self.broken:
+            if self.watched and not self.broken:
                 self.record()
             if first_only and done:
                 return done
-        if math.isfinite(to) and not self.broken:
-            self.t = max(self.t, to)
+        if to != _INF and not self.broken and to > self.t:
+            self.t = to
         return done
 
     def next_done(self) -> tuple[float, int]:
         """(earliest completion time, its flow id); ``(inf, -1)`` if nothing moves."""
-        ev = self.events
+        ev, groups = self.events, self.groups
         while ev:
-            t, fid, ver, hub = ev[0]
-            g = self.groups.get(hub)
-            if g is not None and g.ver == ver:
-                return t, fid
-            heapq.heappop(ev)
-        return math.inf, -1
+            top = ev[0]
+            g = groups.get(top[3])
+            if g is not None and g.ver == top[2]:
+                return top[0], top[1]
+            _heappop(ev)
+        return _INF, -1
 
     def complete_at(self, t: float) -> list[int]:
         """Remove and return the flows finishing at ``t`` (the earliest completion time)."""
         self.t = t
         done: list[int] = []
-        while self.events and self.next_done()[0] <= t:
-            _, _, _, hub = heapq.heappop(self.events)
-            g = self.groups[hub]
+        events, groups = self.events, self.groups
+        while events:
+            t_ev, _, ver, hub = events[0]
+            g = groups.get(hub)
+            if g is None or g.ver != ver:  # stale: self.next_done(), inlined
+                _heappop(events)
+                continue
+            if t_ev > t:
+                break
+            _heappop(events)
             head = g.head()
             g.settle(t)
             if g.fcfs:
@@ -290,14 +348,15 @@ class FastState:
                 self.leave(head.fid)  # type: ignore[union-attr]
                 continue
             g.v = max(g.v, head.val)  # type: ignore[union-attr]  # exact: it finishes now
-            heapq.heappop(g.heap)  # the head's entry (head() cleaned the top)
+            heap, members, v = g.heap, g.members, g.v
+            _heappop(heap)  # the head's entry (head() cleaned the top)
             batch = [head.fid]  # type: ignore[union-attr]
-            while g.heap:  # rounding dust: flows within BYTES_RTOL of done finish too
-                tag, fid = g.heap[0]
-                f = g.members.get(fid)
-                if f is not None and tag - g.v > BYTES_RTOL * f.size:
+            while heap:  # rounding dust: flows within BYTES_RTOL of done finish too
+                tag, fid = heap[0]
+                f = members.get(fid)
+                if f is not None and tag - v > BYTES_RTOL * f.size:
                     break
-                heapq.heappop(g.heap)
+                _heappop(heap)
                 if f is not None:
                     batch.append(fid)
             for fid in batch:

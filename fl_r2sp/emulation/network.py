@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -46,6 +46,22 @@ class FlowInfo:
     tag: Any
     end: float | None
     cancelled: bool = False
+
+
+_new_object = object.__new__
+
+
+def _flow_info(
+    fid: int, rec: tuple[float, float, float, tuple[str, ...], Any], end: float | None, cancelled: bool
+) -> FlowInfo:
+    # Same object as FlowInfo(...), built without the frozen dataclass's eight
+    # object.__setattr__ calls: flow_info() runs once per completion in run loops.
+    info = _new_object(FlowInfo)
+    info.__dict__.update(
+        fid=fid, start=rec[0], overhead=rec[1], size=rec[2], links=rec[3], tag=rec[4], end=end,
+        cancelled=cancelled,
+    )
+    return info
 
 
 class Network:
@@ -76,8 +92,10 @@ class Network:
         self._index: dict[str, int] = {}
         self._ids_cache: dict[tuple[str, ...], tuple[int, ...]] = {}
         self._state = Engine(fast_path)
-        self._flows: dict[int, FlowInfo] = {}
+        # fid -> (start, overhead, size, links, tag); FlowInfo is built on demand.
+        self._flows: dict[int, tuple[float, float, float, tuple[str, ...], Any]] = {}
         self._ends: dict[int, float] = {}
+        self._cancelled: set[int] = set()
         self._next_fid = 0
         self._keep = keep_finished
         self._unreported: list[tuple[int, float]] = []
@@ -166,16 +184,20 @@ class Network:
             raise ValueError(f"flow size must be a finite number of bytes >= 0, got {size!r}")
         if not (math.isfinite(overhead) and overhead >= 0):
             raise ValueError(f"flow overhead must be finite seconds >= 0, got {overhead!r}")
-        ids = self._link_ids(links)
-        if now != self._state.t:  # same instant: no catch-up, so many starts share one recompute
+        ids = self._ids_cache.get(links) if isinstance(links, tuple) else None
+        if ids is None:
+            ids = self._link_ids(links)
+        state = self._state
+        if now != state.t:  # same instant: no catch-up, so many starts share one recompute
             self._catch_up(now)
         fid = self._next_fid
         self._next_fid += 1
-        self._flows[fid] = FlowInfo(fid, float(now), float(overhead), float(size), tuple(links), tag, None)
+        size = float(size)
+        self._flows[fid] = (float(now), float(overhead), size, tuple(links), tag)
         if overhead > 0 or size == 0:
-            self._state.add_pending(now + overhead, fid, float(size), ids)
+            state.add_pending(now + overhead, fid, size, ids)
         else:
-            self._state.activate(fid, float(size), ids)
+            state.activate(fid, size, ids)
         self._version += 1
         return fid
 
@@ -187,8 +209,9 @@ class Network:
         self._unreported += self._finish(self._state.run(now))
 
     def _finish(self, done: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        for fid, end in done:  # FlowInfo is rebuilt lazily by flow_info (cheaper here)
-            self._ends[fid] = end
+        ends = self._ends
+        for fid, end in done:  # FlowInfo is built lazily by flow_info (cheaper here)
+            ends[fid] = end
         return done
 
     def cancel_flow(self, fid: int) -> None:
@@ -199,25 +222,22 @@ class Network:
         KeyError
             If no such flow was ever started (or it was forgotten).
         """
-        info = self.flow_info(fid)
-        if info.end is not None:
+        if self.flow_info(fid).end is not None:
             return
         self._state.cancel(fid)
-        self._flows[fid] = replace(info, end=self._state.t, cancelled=True)
+        self._ends[fid] = self._state.t
+        self._cancelled.add(fid)
         self._version += 1
 
     def flow_info(self, fid: int) -> FlowInfo:
         """Record of flow ``fid`` (start, end if done, size, links, tag)."""
         try:
-            info = self._flows[fid]
+            rec = self._flows[fid]
         except KeyError:
             raise KeyError(
                 f"unknown flow id {fid}: never started, or finished with keep_finished=False"
             ) from None
-        end = self._ends.get(fid)
-        if end is None or info.end is not None:
-            return info
-        return FlowInfo(fid, info.start, info.overhead, info.size, info.links, info.tag, end)
+        return _flow_info(fid, rec, self._ends.get(fid), fid in self._cancelled)
 
     def next_completion(self) -> tuple[float, int] | None:
         """``(time, fid)`` of the earliest completion if no flow is added or cancelled.
@@ -242,13 +262,20 @@ class Network:
         ValueError
             If ``to`` is earlier than :attr:`now`.
         """
-        self._catch_up(to)
-        done, self._unreported = self._unreported, []
+        state = self._state
+        if to < state.t:
+            self._catch_up(to)  # raises
+        done = self._finish(state.run(to))  # self._catch_up(to), inlined
+        if self._unreported:
+            done = self._unreported + done
+            self._unreported = []
         self._version += 1
         if not self._keep:
+            flows, ends = self._flows, self._ends
             for fid in self._to_forget:
-                self._flows.pop(fid, None)
-                self._ends.pop(fid, None)
+                flows.pop(fid, None)
+                ends.pop(fid, None)
+                self._cancelled.discard(fid)
             self._to_forget = [fid for fid, _ in done]
         return done
 
