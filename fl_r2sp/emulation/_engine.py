@@ -149,9 +149,10 @@ class Engine:
 
     def next_completion(self) -> tuple[float, int] | None:
         """``(time, fid)`` of the first completion if nothing is added or cancelled."""
-        if self.fast is not None:
-            t_done, fid = self.fast.next_done()
-            t_act = self.pending[0][0] if self.pending else math.inf
+        fast = self.fast
+        if fast is not None:
+            t_done, fid = fast.next_done()
+            t_act = fast.pending[0][0] if fast.pending else math.inf
             if t_done <= t_act and math.isfinite(t_done):
                 return t_done, fid
         else:

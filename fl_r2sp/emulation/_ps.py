@@ -259,7 +259,10 @@ class FastState:
                 rem = g.v
             else:
                 share = g.cap / len(members)
-                m_min = g.min_cap()
+                mheap, mcount = g.mheap, g.mcount
+                while mheap[0] not in mcount:  # g.min_cap(), inlined (mcount holds no zeros)
+                    _heappop(mheap)
+                m_min = mheap[0]
                 if m_min >= share:
                     r = share
                 elif len(g.mcount) == 1:  # equal private caps all binding: everyone gets m
@@ -289,9 +292,15 @@ class FastState:
     def run(self, to: float, first_only: bool = False) -> list[tuple[int, float]]:
         """Step to ``to`` (or the first completion); stop early, unfinished, if :attr:`broken`."""
         done: list[tuple[int, float]] = []
-        pending = self.pending
+        pending, events, groups = self.pending, self.events, self.groups
         while not self.broken:
-            t_done = self.next_done()[0]
+            while events:  # t_done = self.next_done()[0], inlined
+                top = events[0]
+                g = groups.get(top[3])
+                if g is not None and g.ver == top[2]:
+                    break
+                _heappop(events)
+            t_done = events[0][0] if events else _INF
             t_next = min(t_done, pending[0][0] if pending else _INF)
             if t_next > to or t_next == _INF:
                 break
@@ -342,7 +351,9 @@ class FastState:
                 break
             _heappop(events)
             head = g.head()
-            g.settle(t)
+            if t > g.t:  # g.settle(t), inlined
+                g.v += (-g.r if g.fcfs else g.r) * (t - g.t)
+                g.t = t
             if g.fcfs:
                 done.append(head.fid)  # type: ignore[union-attr]
                 self.leave(head.fid)  # type: ignore[union-attr]

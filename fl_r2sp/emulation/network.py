@@ -265,7 +265,10 @@ class Network:
         state = self._state
         if to < state.t:
             self._catch_up(to)  # raises
-        done = self._finish(state.run(to))  # self._catch_up(to), inlined
+        done = state.run(to)  # self._catch_up(to), inlined
+        ends = self._ends
+        for fid, end in done:
+            ends[fid] = end
         if self._unreported:
             done = self._unreported + done
             self._unreported = []
