@@ -81,36 +81,6 @@ class _Group:
             return max(f.val - self.v, 0.0)
         return max(self.v, 0.0) if f is self.head() else f.val
 
-    def min_cap(self) -> float:
-        heap = self.mheap
-        while self.mcount.get(heap[0], 0) == 0:
-            heapq.heappop(heap)
-        return heap[0]
-
-    def rate_ok(self) -> bool:
-        """Set :attr:`r` for the current members; False if no common rate is exact."""
-        if not self.members:
-            return True
-        if self.fcfs:
-            self.r = min(self.cap, self.head().m)  # type: ignore[union-attr]
-            return True
-        share = self.cap / len(self.members)
-        m_min = self.min_cap()
-        if m_min >= share:
-            self.r = share
-        elif len(self.mcount) == 1:  # equal private caps all binding: everyone gets m
-            self.r = m_min
-        else:
-            return False
-        return True
-
-    def finish_time(self) -> float:
-        f = self.head()
-        if f is None:
-            return math.inf
-        rem = self.v if self.fcfs else f.val - self.v
-        return self.t + max(rem, 0.0) / self.r
-
 
 class FastState:
     """Active flows grouped by hub link; same stepping contract as :class:`._fluid.FluidState`."""
@@ -197,7 +167,7 @@ class FastState:
         if k == 0:
             _heappush(g.mheap, m)
         mcount[m] = k + 1
-        self._ver += 1  # self._changed(g), inlined
+        self._ver += 1  # g's event is stale until the next flush
         g.ver = self._ver
         self._dirty[hub] = g
 
@@ -229,19 +199,14 @@ class FastState:
             return
         if was_head:
             g.v = g.head().val  # type: ignore[union-attr]
-        self._ver += 1  # self._changed(g), inlined
+        self._ver += 1  # g's event is stale until the next flush
         g.ver = self._ver
         self._dirty[hub] = g
 
-    def _changed(self, g: _Group) -> None:
-        # Rates are recomputed once per group per batch of changes at one instant
-        # (flush); until then the group has no valid completion event.
-        self._ver += 1
-        g.ver = self._ver
-        self._dirty[g.hub] = g
-
     def flush(self) -> None:
         """New rates and completion events of the groups changed since the last flush."""
+        # Rates are recomputed once per group per batch of changes at one instant;
+        # until then the group has no valid completion event (its ``ver`` moved on).
         dirty = self._dirty
         if not dirty:
             return
@@ -249,7 +214,8 @@ class FastState:
         for hub, g in dirty.items():
             if groups.get(hub) is not g:
                 continue
-            # g.rate_ok(), g.head() and g.finish_time(), inlined: the hottest loop.
+            # The common rate of the group's moving flows, then its head's finish
+            # time; written out inline because this runs on every change.
             members, heap = g.members, g.heap
             while heap[0][1] not in members:
                 _heappop(heap)
@@ -260,7 +226,7 @@ class FastState:
             else:
                 share = g.cap / len(members)
                 mheap, mcount = g.mheap, g.mcount
-                while mheap[0] not in mcount:  # g.min_cap(), inlined (mcount holds no zeros)
+                while mheap[0] not in mcount:  # lazy deletion (mcount holds no zeros)
                     _heappop(mheap)
                 m_min = mheap[0]
                 if m_min >= share:
