@@ -33,6 +33,17 @@ class Event:
     payload: Any = field(compare=False, default=None)
 
 
+_new_object = object.__new__
+
+
+def _event(time: float, priority: int, key: int, seq: int, payload: Any) -> Event:
+    # Same object as Event(...), without the frozen dataclass's five
+    # object.__setattr__ calls: one event is pushed per job step of a run loop.
+    event = _new_object(Event)
+    event.__dict__.update(time=time, priority=priority, key=key, seq=seq, payload=payload)
+    return event
+
+
 class EventQueue:
     """Binary-heap event queue with lazy cancellation.
 
@@ -58,8 +69,8 @@ class EventQueue:
             raise ValueError(f"event time must be finite, got {time!r}")
         seq = self._next_seq
         self._next_seq += 1
-        event = Event(float(time), int(priority), int(key), seq, payload)
-        heapq.heappush(self._heap, (event.time, event.priority, event.key, seq, event))
+        time, priority, key = float(time), int(priority), int(key)
+        heapq.heappush(self._heap, (time, priority, key, seq, _event(time, priority, key, seq, payload)))
         self._live.add(seq)
         return seq
 
@@ -75,7 +86,8 @@ class EventQueue:
 
     def peek(self) -> Event | None:
         """Return the next event without removing it, or ``None`` if empty."""
-        self._drop_cancelled()
+        if self._cancelled:
+            self._drop_cancelled()
         return self._heap[0][4] if self._heap else None
 
     def pop(self) -> Event:
@@ -86,7 +98,8 @@ class EventQueue:
         IndexError
             If the queue is empty.
         """
-        self._drop_cancelled()
+        if self._cancelled:
+            self._drop_cancelled()
         if not self._heap:
             raise IndexError("pop from an empty EventQueue")
         event = heapq.heappop(self._heap)[4]

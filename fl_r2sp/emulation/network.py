@@ -91,6 +91,7 @@ class Network:
         self._names: list[str] = ["<pad>"]
         self._index: dict[str, int] = {}
         self._ids_cache: dict[tuple[str, ...], tuple[int, ...]] = {}
+        self._min_cap: dict[tuple[int, ...], float] = {}
         self._state = Engine(fast_path)
         # fid -> (start, overhead, size, links, tag); FlowInfo is built on demand.
         self._flows: dict[int, tuple[float, float, float, tuple[str, ...], Any]] = {}
@@ -288,8 +289,13 @@ class Network:
 
     def uncontended_time(self, size: float, links: Sequence[str], overhead: float = 0.0) -> float:
         """Lower bound on a flow's duration: ``overhead + size / min capacity``."""
-        ids = self._link_ids(links)
-        return float(overhead) + float(size) / float(self._state.cap[list(ids)].min())
+        ids = self._ids_cache.get(links) if isinstance(links, tuple) else None
+        if ids is None:
+            ids = self._link_ids(links)
+        slowest = self._min_cap.get(ids)
+        if slowest is None:  # capacities never change once added: memoize per link set
+            slowest = self._min_cap[ids] = float(self._state.cap[list(ids)].min())
+        return float(overhead) + float(size) / slowest
 
     # -- observations --------------------------------------------------------
     def trace(self, link: str, interval: float, until: float) -> tuple[np.ndarray, np.ndarray]:
