@@ -108,9 +108,13 @@ class FastState:
     def join(self, seq: int, fid: int, size: float, rem: float, links: tuple[int, ...]) -> None:
         """Add an active flow with ``rem`` bytes left at :attr:`t` (activation order = ``seq``)."""
         count = self.count
-        used = [lk for lk in links if count.get(lk, 0)]
-        hub = used[0] if used else links[0]
-        if len(used) > 1 or (used and hub not in self.groups and not self._rehome(hub)):
+        hub, shared = links[0], 0  # hub: the first link other flows use, if any
+        for lk in links:
+            if count.get(lk, 0):
+                if not shared:
+                    hub = lk
+                shared += 1
+        if shared > 1 or (shared and hub not in self.groups and not self._rehome(hub)):
             self.orphans.append((seq, fid, size, rem, links))
             self.broken = True
             return
