@@ -85,9 +85,11 @@ NOTES = {
         "members) that each client's own share of the group mean props its cosine up. BSP with "
         "the filter then trains on ~4 clients and stagnates early. Without the filter, ASP "
         "(averaging mixing) ends 4–9 points below FL-R²SP and BSP: lower, but not the severe "
-        "degradation the paper shows. FedBuff (K = 10, "
-        "server lr 1, constant staleness; not in the paper) is unstable here (loss spikes, "
-        "accuracy back near chance); see the report to the maintainers. Runs stop at 60 rounds "
+        "degradation the paper shows. FedBuff (K = 10, server lr 1, staleness weight "
+        "1/sqrt(1 + t); not in the paper) reaches 0.35 at best and stagnates below the others: "
+        "with 32 clients in flight each buffered delta is several versions stale. (With the "
+        "earlier default of constant staleness weights it diverged to chance level.) Runs stop "
+        "at 60 rounds "
         "or on stagnation, so 'final' accuracies are at different virtual times (last column)."),
     "fig16": (
         "The window is three client cycles around the middle of a 12-round run, not rounds "
@@ -124,5 +126,11 @@ NOTES = {
         "Small local data (250 samples) and short rounds (tau 20) make regular deltas noisy; "
         "the paper's clients had ~390 samples and tau 100. A leave-one-out reference "
         "(`cosine_reference='group-loo'`) or a lower β would change this, but that would be "
-        "tuning beyond the paper's rule, so it is not done here. The paper prints no numbers."),
+        "tuning beyond the paper's rule, so it is not done here. The paper prints no numbers. "
+        "A diagnostic run (FL-R²SP, same laptop setting, 120 updates, scores only) shows why "
+        "the outliers are not the ones caught: in group rounds 0–4 the single-class outliers "
+        "score *higher* than regular clients (median cosine 0.61 vs 0.46) because their large "
+        "deltas dominate the unweighted group mean; from round 5 on the order flips (0.47 vs "
+        "0.59), but the gap stays small. The `outlier-warmup` knob (group rounds left "
+        "unscored) skips that early inversion; it is 0 here, as in the paper."),
 }
