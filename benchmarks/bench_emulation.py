@@ -8,7 +8,8 @@ side, for the general water-filling solver (``fast_path=False``) unless
 ``--no-general``.
 
 1. Flow churn on a star network: N flows in flight (N = 10, 100, 1000); each
-   completion starts a new flow of random size for the same client. Reports
+   completion starts a new flow of random size (drawn in blocks, see
+   :func:`flow_sizes`) for the same client. Reports
    completions/s and wall time per flow-set change (one rate recomputation),
    and the water-filling kernel alone, for fair and fcfs server links.
 2. 1,000 clients x R rounds of BSP (collect 750) and of a 16-group
