@@ -18,8 +18,10 @@ fi
 # A private Flower home (flwr writes config and a local SuperLink database there),
 # no per-run reinstall of the app's dependencies, and a stop of the SuperLink that
 # `flwr run` leaves running.
+# flwr starts flower-superlink / flower-superexec by name: the venv's bin goes first on PATH.
+export PATH="$PWD/.venv/bin:$PATH"
 export FLWR_HOME="${FLWR_HOME:-$PWD/.flwr}"
 export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1
 stop_superlink() { pkill -f -- "--database $FLWR_HOME/local-superlink" 2>/dev/null || true; }
 trap stop_superlink EXIT
-.venv/bin/flwr run . --stream --federation-config "num-supernodes=32" "$@"
+flwr run . --stream --federation-config "num-supernodes=32" "$@"
