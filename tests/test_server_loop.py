@@ -124,3 +124,13 @@ def test_run_writes_a_complete_run_directory(tmp_path) -> None:
 def test_fedavg_is_refused_by_the_event_driven_runner() -> None:
     with pytest.raises(ValueError, match="flwr run"):
         run(timing_cfg(strategy="fedavg"), write=False, progress=False)
+
+
+def test_time_budget_stop_evaluates_the_final_model() -> None:
+    cfg = timing_cfg(strategy="bsp", fraction=1.0, max_updates=0, time_budget=2.0,
+                     eval_every=100)
+    out = run(cfg, write=False, progress=False)
+    cycle = 10 * MLP_ITER_S + 0.1
+    assert out.summary["stopped"].startswith("time budget")
+    assert out.summary["global_updates"] == int(2.0 // cycle)
+    assert out.history[-1]["version"] == out.summary["global_updates"]

@@ -189,6 +189,15 @@ class LoopBase:
         if "accuracy" in row and self.stop.after_eval(row["accuracy"], now):
             self.finish(f"converged: accuracy stagnant for {self.stop.convergence_window} evals")
 
+    def evaluate_final(self, now: float) -> None:
+        """Evaluate the final model if the last evaluation was of an older version.
+
+        Runs stopped by the time budget, convergence or the policy would
+        otherwise report the accuracy of an earlier model.
+        """
+        if not self.history or self.history[-1]["version"] != self.policy.version:
+            self.evaluate(now, self.policy.version, self.policy.weights)
+
     def time_exceeded(self, now: float) -> bool:
         """True (and stops) when the time budget is spent."""
         if self.stop.time_budget and now > self.stop.time_budget:

@@ -133,6 +133,7 @@ class VirtualLoop(LoopBase):
             if self.time_exceeded(t):
                 break
             self._step(t)
+        self.evaluate_final(self.clock.now())
         return self.policy.weights
 
     # -- scheduling ------------------------------------------------------------------

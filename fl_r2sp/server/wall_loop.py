@@ -64,6 +64,7 @@ class WallLoop(LoopBase):
                 wait = max(0.0, min(wait, self.timers[0][0] - now))
             for reply in self.transport.poll(timeout=wait) + self._timed_out(now):
                 self._handle(reply)
+        self.evaluate_final(self.clock.now())
         return self.policy.weights
 
     def _fire_timers(self, now: float) -> None:
