@@ -89,10 +89,10 @@ class RunConfig:
     timing_only: bool = _f(False, "Skip SGD (clients echo the model): timing experiments only.")
     torch_threads: int = _f(1, "torch.set_num_threads in clients (fixed for determinism).")
     # --- emulation ------------------------------------------------------------
-    network: str = _f("paper-ec2", "Network/device profile: paper-ec2 or lan.")
+    network: str = _f("paper-ec2", "Network/device profile: paper-ec2, paper-ec2-fcfs or lan (virtual clock).")
     delay: str = _f("lognormal(mu=-2,sigma=1)", "Injected delay before each push.")
-    device: str = _f("profile", "Device speed model ('profile' = the profile's).")
-    dropout: str = _f("none", "Availability model, e.g. bernoulli(p=0.05,down=30).")
+    device: str = _f("profile", "Device speed model ('profile' = the profile's; virtual clock).")
+    dropout: str = _f("none", "Availability model, e.g. bernoulli(p=0.05,down=30) (virtual clock).")
     # --- stopping, evaluation, output -----------------------------------------
     max_updates: int = _f(60, "Stop after this many global updates (0 = no limit).")
     time_budget: float = _f(0.0, "Stop after this much (virtual or wall) time (0 = none).")
