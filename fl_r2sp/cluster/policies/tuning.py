@@ -8,7 +8,7 @@ batch size / compute time) and blocking time ``t_block`` (waiting for its permis
   512 + 628·0.62 = 901.4 -> 901; g3.4x: 512 + 917·0.82 = 1263.9 -> 1264; the slowest, never
   blocked, stays 512).
 * ``"proportional"``: ``b' = b · v / v_slowest``: equal compute time for all (the Fig. 5 text:
-  1000 -> 1464 / 2138). It ignores communication and turn effects, so it gives 749 / 1094 for
+  1000 -> 1464 / 2138). It ignores communication and turn effects, so it gives 750 / 1094 for
   Table III's workers.
 
 When: once. Each worker's speed and blocking are averaged over its iterations
