@@ -70,7 +70,7 @@ class RunConfig:
     max_failures: int = _f(3, "Consecutive failed jobs re-sent; one more drops the client.")
     # --- data and model -------------------------------------------------------
     dataset: Dataset = _f("digits", "digits (embedded), cifar10, kws or kws-audio.")
-    data_dir: str = _f("", "Data directory ('' = $FL_R2SP_DATA or the user cache dir).")
+    data_dir: str = _f("", "Data dir; '' = $FL_R2SP_DATA, <repo>/data, see datasets/paths.py.")
     download: bool = _f(False, "Allow torchvision to download CIFAR-10 if files are missing.")
     model: ModelName = _f("auto", "Model; auto = mlp/cnn/lstm by dataset.")
     num_partitions: int = _f(32, "N, number of clients (must match num-supernodes).")

@@ -11,6 +11,7 @@ from fl_r2sp.datasets import (
     ArrayDataset,
     cache_dir,
     federated_data,
+    paths,
     resolve_data_dir,
     shared_data_dir,
 )
@@ -63,9 +64,15 @@ def test_array_dataset_subset_and_checks() -> None:
 
 
 def test_resolve_data_dir_precedence(tmp_path: Path, monkeypatch) -> None:
+    repo = tmp_path / "work" / "repo"  # a checkout with neither data/ nor ../shared/data yet
+    monkeypatch.setattr(paths, "checkout_root", lambda: repo)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("FL_R2SP_DATA", raising=False)
     assert resolve_data_dir(None) == tmp_path / "xdg" / "fl_r2sp"
+    (tmp_path / "work" / "shared" / "data").mkdir(parents=True)  # last-resort fallback
+    assert resolve_data_dir(None) == tmp_path / "work" / "shared" / "data"
+    (repo / "data").mkdir(parents=True)  # the project's own folder wins over the fallback
+    assert resolve_data_dir("") == repo / "data"
     monkeypatch.setenv("FL_R2SP_DATA", str(tmp_path / "env"))
     assert resolve_data_dir("") == tmp_path / "env"  # empty run-config value falls through
     assert resolve_data_dir(tmp_path / "arg") == tmp_path / "arg"
@@ -78,6 +85,11 @@ def test_resolve_data_dir_precedence(tmp_path: Path, monkeypatch) -> None:
 def test_shared_data_dir_is_beside_the_repo() -> None:
     expected = Path(__file__).resolve().parents[2] / "shared" / "data"
     assert shared_data_dir() == (expected if expected.is_dir() else None)
+
+
+def test_no_checkout_means_no_checkout_folders(monkeypatch) -> None:
+    monkeypatch.setattr(paths, "checkout_root", lambda: None)  # an installed wheel
+    assert paths.project_data_dir() is None and shared_data_dir() is None
 
 
 def test_plot_label_histograms_writes_png(tmp_path: Path) -> None:

@@ -2,10 +2,20 @@
 
 Resolution order of the data directory (first that applies wins):
 
-1. an explicit ``data_dir`` argument (``""`` counts as "not given", so an empty
-   run-config value falls through),
+1. an explicit ``data_dir`` argument, i.e. the run-config key ``data-dir``
+   (``""`` counts as "not given", so an empty run-config value falls through),
 2. the environment variable ``FL_R2SP_DATA``,
-3. a per-user cache directory: ``$XDG_CACHE_HOME/fl_r2sp`` or ``~/.cache/fl_r2sp``.
+3. ``data/`` at the root of the project checkout, if that folder exists (it is
+   git-ignored: put or link the data sets there),
+4. last resort, only when none of the above is given or exists:
+   ``../shared/data`` beside the checkout, if that folder exists (a read-only
+   data folder that some machines keep next to their checkouts; an optional
+   fallback, never required),
+5. a per-user cache directory: ``$XDG_CACHE_HOME/fl_r2sp`` or
+   ``~/.cache/fl_r2sp`` (also where ``download=true`` puts CIFAR-10).
+
+Steps 3 and 4 apply only when the package runs from a checkout (the folder
+above ``fl_r2sp/`` holds ``pyproject.toml``), never from an installed wheel.
 
 Decoded arrays are cached under :func:`cache_dir` (``$FL_R2SP_CACHE`` if set,
 else ``<per-user cache>/arrays``) and never next to the data, which may be
@@ -34,8 +44,9 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     Parameters
     ----------
     data_dir : str or Path or None, default None
-        Explicit directory; ``None`` or ``""`` falls back to ``$FL_R2SP_DATA``
-        and then to :func:`user_cache_root`.
+        Explicit directory; ``None`` or ``""`` falls back to ``$FL_R2SP_DATA``,
+        then to :func:`project_data_dir`, then to :func:`shared_data_dir`, and
+        then to :func:`user_cache_root` (see the module docstring).
 
     Returns
     -------
@@ -47,6 +58,9 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     env = os.environ.get(DATA_ENV, "")
     if env:
         return Path(env).expanduser()
+    for found in (project_data_dir(), shared_data_dir()):
+        if found is not None:
+            return found
     return user_cache_root()
 
 
@@ -62,15 +76,32 @@ def cache_dir() -> Path:
     return path
 
 
-def shared_data_dir() -> Path | None:
-    """``../shared/data`` beside the repository root, or ``None`` if absent.
+def checkout_root() -> Path | None:
+    """Root of the project checkout this package runs from, or ``None`` (installed wheel).
 
-    Only for tests, benchmarks and experiments run from a checkout; the
-    package itself never requires this directory.
+    A checkout is recognised by the ``pyproject.toml`` next to ``fl_r2sp/``.
     """
-    # paths.py -> datasets -> fl_r2sp -> repository root -> its parent.
-    candidate = Path(__file__).resolve().parents[3] / "shared" / "data"
-    return candidate if candidate.is_dir() else None
+    # paths.py -> datasets -> fl_r2sp -> repository root.
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def project_data_dir() -> Path | None:
+    """``data/`` at the root of the checkout, or ``None`` if absent or not a checkout."""
+    root = checkout_root()
+    candidate = root / "data" if root is not None else None
+    return candidate if candidate is not None and candidate.is_dir() else None
+
+
+def shared_data_dir() -> Path | None:
+    """The last-resort fallback ``../shared/data`` beside the checkout, or ``None`` if absent.
+
+    Optional: nothing requires it. :func:`resolve_data_dir` uses it only when no
+    ``data-dir``, no ``$FL_R2SP_DATA`` and no project ``data/`` folder is there.
+    """
+    root = checkout_root()
+    candidate = root.parent / "shared" / "data" if root is not None else None
+    return candidate if candidate is not None and candidate.is_dir() else None
 
 
 def first_existing(candidates: list[Path]) -> Path | None:
@@ -87,6 +118,7 @@ def missing_files_error(what: str, candidates: list[Path], hint: str = "") -> Fi
     msg = (
         f"{what} not found; looked for:\n  {listed}\n"
         f"Put the files there, or point the loader at the folder that holds them "
-        f"(data_dir argument / run-config 'data-dir', or ${DATA_ENV})."
+        f"(data_dir argument / run-config 'data-dir', ${DATA_ENV}, or a data/ folder at "
+        f"the project root)."
     )
     return FileNotFoundError(msg + (f" {hint}" if hint else ""))
