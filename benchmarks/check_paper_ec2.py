@@ -14,7 +14,7 @@ from emulation_driver import TimingRun, summarize
 
 # (scheme) -> (pull, push, round) from Table V / Table IV.
 PAPER = {"BSP": (2.73, 0.38, 10.69), "FL-R2SP": (0.38, 0.34, 8.31)}
-# Calibration note (../shared/papers/calibration-paper-ec2.md) estimates.
+# Estimates made when the profiles were calibrated (docs/paper-notes.md §4).
 NOTE = {
     ("paper-ec2", "BSP"): (3.5, 3.0, 14.0),
     ("paper-ec2", "FL-R2SP"): (0.44, 0.22, 7.8),

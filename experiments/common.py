@@ -84,7 +84,7 @@ def say(msg: str) -> None:
 
 
 def data_dir() -> str:
-    """``$FL_R2SP_DATA`` if set, else ``../shared/data`` beside the checkout, else ''."""
+    """``$FL_R2SP_DATA`` if set, else the fallback data folder (``shared_data_dir``), else ''."""
     env = os.environ.get("FL_R2SP_DATA")
     if env:
         return env

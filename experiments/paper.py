@@ -1,6 +1,6 @@
-"""Numbers printed in the FL-R²SP paper (seed 000, §VI-B), for the report.
+"""Numbers printed in the FL-R²SP paper (§VI-B), for the report.
 
-Source: ``../shared/papers/notes-000-001-r2sp-fl-r2sp.md`` §3.1 and §3.5.
+Source: ``docs/paper-notes.md`` §2.5 (Tables II, IV, V).
 Times in seconds; percentages as fractions. Figures 15–18 print no values,
 only the claims quoted in :data:`CLAIMS`.
 """

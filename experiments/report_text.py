@@ -17,7 +17,7 @@ SCALE_TEXT = [
     "same result as `flwr run .`). Times are *virtual* seconds of the emulated deployment.",
     "- Network: `paper-ec2` = fair-shared server link of 8.3 MB/s each way, client links "
     "16.8 MB/s; `paper-ec2-fcfs` = a server that sends/receives one model at a time at 4.4 MB/s. "
-    "Both calibrated to Table V (see `../shared/papers/calibration-paper-ec2.md`); nothing else "
+    "Both calibrated to Table V (see `docs/paper-notes.md` §4); nothing else "
     "was fitted to the paper.",
     "- Timing items (Tables II, IV round time, V, Figs. 16–18, C sweep round time) are "
     "timing-only runs (no SGD) at the paper's size: 128 clients, 8 groups of 16, C = 0.75, "

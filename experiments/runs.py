@@ -13,7 +13,7 @@ from typing import Any
 
 from experiments.common import Args, cached_run, load_jobs, round_units
 
-#: Short names of the two network disciplines (see calibration-paper-ec2.md).
+#: Short names of the two network disciplines (see docs/paper-notes.md §4).
 NETWORKS = {"fair": "paper-ec2", "fcfs": "paper-ec2-fcfs"}
 
 

@@ -1,6 +1,6 @@
 """Readers for the packed ``.npz`` archives (concatenated JPEG / FLAC blobs).
 
-Layout (see ``../shared/data/README.md``): ``data`` is one uint8 array of all
+Layout: ``data`` is one uint8 array of all
 files back to back and ``offsets`` (int64, N + 1) delimits record ``i`` as
 ``data[offsets[i]:offsets[i + 1]]``; the other fields are per-record metadata.
 """

@@ -5,7 +5,7 @@ Layouts searched under the data directory ``D`` (first found wins):
 1. torchvision's ``D/cifar-10-batches-py/`` or ``D/cifar10/cifar-10-batches-py/``
    (pickled ``data_batch_1..5`` and ``test_batch``),
 2. the packed JPEG archives ``D/cifar10_<split>_jpeg.npz`` or
-   ``D/cifar10/cifar10_<split>_jpeg.npz`` (``../shared/data`` layout),
+   ``D/cifar10/cifar10_<split>_jpeg.npz`` (see :mod:`.archive`),
 3. with ``download=True`` only: ``torchvision.datasets.CIFAR10(D, download=True)``,
    which writes layout 1.
 

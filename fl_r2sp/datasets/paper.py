@@ -1,4 +1,6 @@
-"""The paper's partition (seed 000, §VI-B): Dirichlet class mixes with outlier clients.
+"""The FL-R²SP paper's partition (§VI-B): Dirichlet class mixes with outlier clients.
+
+The paper's setting, and what it leaves open: ``docs/paper-notes.md`` §2.4.
 
 Each client ``i`` draws class proportions ``p_i ~ Dirichlet(a_i * 1_K)`` with
 ``a_i = outlier_alpha`` for outliers and ``alpha`` otherwise, and receives

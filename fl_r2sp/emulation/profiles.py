@@ -2,7 +2,7 @@
 
 ``paper-ec2`` — calibrated to the FL-R²SP paper (128 t2.small clients, one
 m5.4xlarge server; Tables II, IV, V). The arithmetic
-(``../shared/papers/calibration-paper-ec2.md``):
+(``docs/paper-notes.md`` §4):
 
 * Client links: Table II, ResNet20 (272,474 float32 = 1.09 MB) uncontended
   push + pull takes 0.13 s -> 2 x 1.09 MB / 0.13 s = 16.8 MB/s each way.

@@ -2,7 +2,7 @@
 
 ``LeNetCNN`` is the default CIFAR-10 model: 62,006 parameters (0.25 MB as
 float32), the size implied by the paper's 0.03 s uncontended CNN transfer
-(see ``../shared/papers/calibration-paper-ec2.md``). ``FedAvgCNN`` is the
+(see ``docs/paper-notes.md`` §4). ``FedAvgCNN`` is the
 larger two-conv CNN of McMahan et al. (2017), 2,156,490 parameters on 3x32x32
 inputs, kept as an option.
 """

@@ -2,7 +2,7 @@
 
 Size choice: the paper gives no architecture, only that the LSTM's
 uncontended transfer takes 0.03 s like the 0.25 MB CNN (see
-``../shared/papers/calibration-paper-ec2.md``). Two layers of 64 hidden
+``docs/paper-notes.md`` §4). Two layers of 64 hidden
 units plus a linear head have 27,136 + 33,280 + 650 = 61,066 parameters
 (0.24 MB as float32), the same size class as the LeNet CNN.
 """

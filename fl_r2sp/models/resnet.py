@@ -3,7 +3,7 @@
 Shortcut choice. He et al.'s CIFAR nets use option A (identity shortcuts,
 zero-padded channels, stride-2 subsampling): 269,722 parameters. The count
 this project calibrates transfer times on, 272,474 (1.09 MB, see
-``../shared/papers/calibration-paper-ec2.md``), is the same net with option B
+``docs/paper-notes.md`` §4), is the same net with option B
 on the two downsampling blocks (1x1 conv + BatchNorm projection: 16*32 + 32*64
 weights + 2*(32+64) BN affine = 2,752 more). The registry's ``resnet20`` uses
 option B so that its size matches the calibration; ``shortcut="A"`` gives the

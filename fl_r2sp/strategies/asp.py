@@ -1,6 +1,7 @@
 """ASP policy: every arriving update is mixed into the global model at once.
 
-``mixing="average"`` (notes §2.4 item 12, default):
+``mixing="average"`` (default; our reading of the paper's unspecified ASP
+baseline, ``docs/paper-notes.md`` §2.3 item 12):
 ``w <- (N'-1)/N' * w + 1/N' * w_i`` with ``N'`` the active clients.
 ``mixing="fedasync"`` (Xie et al., 2019): ``alpha_t = alpha * s(t)`` with
 ``t = version now - version the client started from`` and

@@ -1,7 +1,8 @@
 """FL-R²SP policy: Algorithm 2 of the paper as an event-driven state machine.
 
-Readings of the paper's ambiguities (``../shared/ARCHITECTURE.md`` and notes
-§2.4, ★ defaults), each a constructor argument:
+Readings of the paper's ambiguities (the open points: ``docs/paper-notes.md``
+§2.3; our choices and their knobs: ``docs/architecture.md`` §6), each a
+constructor argument:
 
 * client ``cid`` belongs to group ``cid % M``; at ``start`` every client gets
   the initial model (tag = group round 0);

@@ -3,7 +3,8 @@
 Every collected client of a group round started from the same model
 ``start`` (the paper's footnote 9), so its local update is the delta
 ``w_i - start``. The paper compares it with "the global update"; the readings
-(notes §2.4 item 1) are, by ``cosine_reference``:
+(``docs/paper-notes.md`` §2.3 item 1; ``docs/architecture.md`` §6 says which
+is the paper's) are, by ``cosine_reference``:
 
 * ``"group"`` (default): the group's aggregate delta ``intra - start``;
 * ``"group-loo"``: leave-one-out: the aggregate of the *other* collected

@@ -20,7 +20,7 @@ def set_torch_threads(k: int) -> int:
     Float results of wide layers differ between 1 and 2 threads, and Ray sets
     ``OMP_NUM_THREADS`` from each actor's CPU share, so every process that
     trains must call this with the same ``k`` for runs to be reproducible
-    (ARCHITECTURE.md, "Verified facts").
+    (``docs/architecture.md`` §8, determinism rules).
     """
     if k < 1:
         raise ValueError(f"thread count must be >= 1, got {k}")
