@@ -61,7 +61,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO))
 
-from fl_r2sp.flwr_util import (  # noqa: E402
+from fl_r2sp.flower.processes import (  # noqa: E402
     flower_env, flwr_bin, free_ports, start_group, stop_group, stop_groups, wait_http_ok)
 
 CONNECTION = "deployment"

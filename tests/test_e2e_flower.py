@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fl_r2sp.config import RunConfig
-from fl_r2sp.flwr_util import (
+from fl_r2sp.flower.processes import (
     flwr_bin, local_superlink_env, local_superlink_pids, pids_matching, pids_with_env)
 from fl_r2sp.server.runner import run
 

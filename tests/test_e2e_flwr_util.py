@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from fl_r2sp.flwr_util import (
+from fl_r2sp.flower.processes import (
     alive,
     descendants,
     flower_env,

@@ -7,9 +7,9 @@ import pytest
 from flwr.app import ArrayRecord, MetricRecord
 
 from fl_r2sp.config import RunConfig
-from fl_r2sp.server.grid_transport import mismatch
-from fl_r2sp.server.jobs import validate_weights
-from fl_r2sp.strategies.flower import BSP, FLR2SP, FedBuff, _wrap_evaluate_fn, strategy_for
+from fl_r2sp.flower.grid_transport import mismatch
+from fl_r2sp.protocol import validate_weights
+from fl_r2sp.flower.strategy import BSP, FLR2SP, FedBuff, _wrap_evaluate_fn, strategy_for
 
 
 def test_strategy_classes_pin_their_scheme_and_keep_other_knobs() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from fl_r2sp.clients.runtime import runtime_for
 from fl_r2sp.config import RunConfig
-from fl_r2sp.server.jobs import Job, Reply
+from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.runner import run
 from fl_r2sp.server.transport import InProcessTransport
 

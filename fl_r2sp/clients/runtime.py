@@ -2,6 +2,11 @@
 
 Shared by the Flower ClientApp and the in-process transport, so that both
 produce bit-identical weights for the same (seed, partition id, job index).
+Speaks :mod:`fl_r2sp.protocol` and never imports ``fl_r2sp.server``; the
+server-side helpers (central evaluation, the initial model) live in
+:mod:`fl_r2sp.server.evaluation`. :func:`data_for` stays here because the
+clients train on its partitions; the server reads the same memoised data
+through it (server -> clients is the allowed direction).
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-import torch
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.datasets import dataset_info
@@ -21,8 +25,8 @@ from fl_r2sp.emulation.devices import make_device_model
 from fl_r2sp.emulation.profiles import get_profile
 from fl_r2sp.models import build_model, resolve_model_name
 from fl_r2sp.models.weights import arrays_to_state, flatten, state_to_arrays, unflatten
-from fl_r2sp.server.jobs import Job, Reply
-from fl_r2sp.training import evaluate, set_torch_threads, train_local
+from fl_r2sp.protocol import Job, Reply
+from fl_r2sp.training import set_torch_threads, train_local
 
 # Streams of the per-job SGD seed; the delay models use the emulation's own.
 _SGD_STREAM = 11
@@ -136,35 +140,3 @@ class ClientRuntime:
 def runtime_for(cfg: RunConfig) -> ClientRuntime:
     """One runtime per config per process (Ray actors reuse it across nodes)."""
     return ClientRuntime(cfg)
-
-
-class CentralEvaluator:
-    """Evaluates flat global weights on the central test split.
-
-    Parameters
-    ----------
-    cfg : RunConfig
-        Selects data set and model.
-    """
-
-    def __init__(self, cfg: RunConfig) -> None:
-        set_torch_threads(cfg.torch_threads)
-        data = data_for(cfg)
-        self.test = data.test
-        name = resolve_model_name(cfg.model, cfg.dataset)
-        self.model = build_model(name, num_classes=data.train.num_classes, seed=0)
-        self.template = state_to_arrays(self.model)
-
-    def __call__(self, weights: np.ndarray) -> tuple[float, float]:
-        """Return (loss, accuracy) of ``weights`` on the test split."""
-        arrays_to_state(self.model, unflatten(weights, self.template))
-        with torch.no_grad():
-            res = evaluate(self.model, self.test.x, self.test.y)
-        return res.loss, res.accuracy
-
-
-def initial_weights(cfg: RunConfig) -> np.ndarray:
-    """Flat initial model, seeded by ``cfg.seed``."""
-    name = resolve_model_name(cfg.model, cfg.dataset)
-    model = build_model(name, num_classes=dataset_info(cfg.dataset)[1], seed=cfg.seed)
-    return flatten(state_to_arrays(model))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.server.jobs import Job, Reply, validate_weights
+from fl_r2sp.protocol import Job, Reply, validate_weights
 from fl_r2sp.server.transport import Transport
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
 from fl_r2sp.telemetry.eventlog import EventLog

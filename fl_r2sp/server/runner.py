@@ -1,8 +1,8 @@
 """Wire a run together: policy + transport + clock + network + telemetry.
 
-``run(cfg)`` is the one entry point used by the Flower strategies (over the
-Grid transport), the experiment scripts and the tests (over the in-process
-transport)::
+``run(cfg)`` is the one entry point used by the Flower strategies
+(:mod:`fl_r2sp.flower.strategy`, over the Grid transport), the experiment
+scripts and the tests (over the in-process transport)::
 
     from fl_r2sp.config import RunConfig
     from fl_r2sp.server.runner import run
@@ -94,7 +94,8 @@ def run(
     run_name : str or None (default: None)
         Folder name (default: strategy-dataset-seed-timestamp).
     """
-    from fl_r2sp.clients.runtime import CentralEvaluator, data_for, initial_weights, runtime_for
+    from fl_r2sp.clients.runtime import data_for, runtime_for
+    from fl_r2sp.server.evaluation import CentralEvaluator, initial_weights
 
     cfg = _effective(cfg)
     # Loading here fails early (before any training) on missing data files.

@@ -3,7 +3,7 @@
 A transport is non-blocking on submit and keeps at most one job in flight per
 client (the loop guarantees it never submits to a busy client). Two
 implementations: :class:`InProcessTransport` here (tests, fast experiments)
-and ``fl_r2sp.server.grid_transport.GridTransport`` (Flower simulation and
+and ``fl_r2sp.flower.grid_transport.GridTransport`` (Flower simulation and
 deployments).
 """
 
@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fl_r2sp.server.jobs import Job, Reply
+from fl_r2sp.protocol import Job, Reply
 
 
 class Transport(Protocol):

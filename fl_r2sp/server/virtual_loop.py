@@ -32,7 +32,7 @@ from fl_r2sp.emulation.availability import AvailabilityModel
 from fl_r2sp.emulation.clock import VirtualClock
 from fl_r2sp.emulation.events import EventQueue
 from fl_r2sp.emulation.network import Network, pull_links, push_links
-from fl_r2sp.server.jobs import Job, Reply
+from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.loop_base import LoopBase, log
 from fl_r2sp.strategies.base import Update
 

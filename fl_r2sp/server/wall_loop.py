@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fl_r2sp.emulation.clock import WallClock
-from fl_r2sp.server.jobs import Job, Reply
+from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.loop_base import LoopBase, log
 from fl_r2sp.strategies.base import Update
 

@@ -25,7 +25,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
 from fl_r2sp.models.weights import flatten, unflatten
-from fl_r2sp.server.jobs import Job, Reply
+from fl_r2sp.protocol import Job, Reply
 
 log = logging.getLogger("fl_r2sp")
 

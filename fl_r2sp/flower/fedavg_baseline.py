@@ -15,9 +15,9 @@ from flwr.app import ArrayRecord, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg
 
-from fl_r2sp.clients.runtime import CentralEvaluator
 from fl_r2sp.config import RunConfig
 from fl_r2sp.models.weights import flatten
+from fl_r2sp.server.evaluation import CentralEvaluator
 from fl_r2sp.server.runner import RunOutput, write_run_dir
 from fl_r2sp.telemetry.eventlog import EventLog
 

@@ -1,5 +1,12 @@
 """Flower ``Strategy`` classes: FLR2SP, BSP, ASP, FedAsync and FedBuff.
 
+These are the *Flower classes*; the decision logic of each scheme is its
+*policy*, plain Python in ``fl_r2sp.strategies`` (``FLR2SP`` runs
+:class:`~fl_r2sp.strategies.flr2sp.FLR2SPPolicy`, ``BSP`` runs
+:class:`~fl_r2sp.strategies.bsp.BSPPolicy`, ...). ``fl_r2sp.strategies``
+re-exports these classes lazily, so the public import is
+``from fl_r2sp.strategies import FLR2SP``.
+
 Drop them into any ServerApp::
 
     strategy = FLR2SP(RunConfig(num_groups=8, fraction=0.75))
@@ -33,7 +40,9 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Result, Strategy
 
 from fl_r2sp.config import RunConfig
+from fl_r2sp.flower.grid_transport import GridTransport, discover_partitions
 from fl_r2sp.models.weights import flatten, unflatten
+from fl_r2sp.server.runner import run
 from fl_r2sp.strategies.aggregation import mean, weighted_mean
 
 log = logging.getLogger("fl_r2sp")
@@ -101,9 +110,6 @@ class EventDrivenStrategy(Strategy):
             evaluations keyed by global-update number (accuracy, loss, time);
             ``train_metrics_clientapp[final update]`` = run summary figures.
         """
-        from fl_r2sp.server.grid_transport import GridTransport, discover_partitions
-        from fl_r2sp.server.runner import run
-
         cfg = self.cfg.replace(max_updates=num_rounds) if num_rounds else self.cfg
         cfg = cfg.replace(job_timeout=float(timeout))
         template = initial_arrays.to_numpy_ndarrays()

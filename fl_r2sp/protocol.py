@@ -1,7 +1,10 @@
-"""What travels between the server loop and a transport: jobs out, replies back.
+"""What travels between the server and the clients: jobs out, replies back.
 
-Kept free of Flower and torch so that the in-process transport, the Flower
-Grid transport and the tests all speak the same two small types.
+A neutral module below both ``fl_r2sp.server`` (which sends jobs) and
+``fl_r2sp.clients`` (which answers them), so neither imports the other for
+the message types. Kept free of Flower and torch so that the in-process
+transport, the Flower Grid transport and the tests all speak the same two
+small types.
 """
 
 from __future__ import annotations

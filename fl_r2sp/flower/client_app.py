@@ -22,7 +22,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, 
 from flwr.clientapp import ClientApp
 
 from fl_r2sp.config import RunConfig
-from fl_r2sp.server.jobs import Job
+from fl_r2sp.protocol import Job
 
 # torch-dependent modules are imported inside the train/evaluate handlers:
 # deployments start a fresh ClientApp process per message, and the partition

@@ -14,12 +14,13 @@ import logging
 from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 
-from fl_r2sp.clients.runtime import data_for, initial_weights
+from fl_r2sp.clients.runtime import data_for
 from fl_r2sp.config import RunConfig
 from fl_r2sp.datasets import dataset_info
+from fl_r2sp.flower.strategy import strategy_for
 from fl_r2sp.models import build_model, resolve_model_name
 from fl_r2sp.models.weights import state_to_arrays, unflatten
-from fl_r2sp.strategies.flower import strategy_for
+from fl_r2sp.server.evaluation import initial_weights
 
 app = ServerApp()
 
@@ -45,7 +46,7 @@ def main(grid: Grid, context: Context) -> None:
     template = state_to_arrays(build_model(name, num_classes=dataset_info(cfg.dataset)[1]))
     arrays = ArrayRecord(unflatten(initial_weights(cfg), template))
     if cfg.strategy == "fedavg":
-        from fl_r2sp.server.fedavg_baseline import run_fedavg
+        from fl_r2sp.flower.fedavg_baseline import run_fedavg
 
         run_fedavg(grid, cfg, arrays)
         return
