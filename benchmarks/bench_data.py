@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_data.py                 # ../shared/data if present
+    .venv/bin/python benchmarks/bench_data.py                 # the resolver's data folder
     .venv/bin/python benchmarks/bench_data.py --data-dir DIR --datasets cifar10 kws
 
 Each dataset gets a fresh temporary array cache (``$FL_R2SP_CACHE``), so the
@@ -29,7 +29,6 @@ from fl_r2sp.datasets import (  # noqa: E402  (after the sys.path line)
     load_dataset,
     make_partition,
     resolve_data_dir,
-    shared_data_dir,
 )
 
 
@@ -67,11 +66,11 @@ def bench(name: str, data_dir: Path, repeats: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=None,
-                        help="data directory (default: ../shared/data, else the resolver's)")
+                        help="data directory (default: fl_r2sp.datasets.resolve_data_dir's)")
     parser.add_argument("--datasets", nargs="+", default=["digits", "cifar10", "kws", "kws-audio"])
     parser.add_argument("--repeats", type=int, default=3, help="cached loads to time (best of)")
     args = parser.parse_args()
-    data_dir = args.data_dir or shared_data_dir() or resolve_data_dir(None)
+    data_dir = args.data_dir or resolve_data_dir(None)
     import torch  # noqa: F401  (import cost kept out of the kws-audio cold time)
 
     print(f"data dir: {data_dir}   cpus: {os.cpu_count()}   "
