@@ -1,0 +1,21 @@
+"""Telemetry of cluster runs: the run directory (:class:`ClusterRunWriter`), its statistics
+(:func:`summarize`) and figures (:func:`plots`: Gantt chart of worker phases, PS gap CDF)."""
+
+from .figures import gantt_window, job_rows, plots
+from .stats import ZERO_GAP_S, gap_stats, read_rows, shard_gaps, summarize
+from .writer import MARKER, PS_FIELDS, WORKER_FIELDS, ClusterRunWriter
+
+__all__ = [
+    "MARKER",
+    "PS_FIELDS",
+    "WORKER_FIELDS",
+    "ZERO_GAP_S",
+    "ClusterRunWriter",
+    "gantt_window",
+    "gap_stats",
+    "job_rows",
+    "plots",
+    "read_rows",
+    "shard_gaps",
+    "summarize",
+]

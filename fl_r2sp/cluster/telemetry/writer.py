@@ -1,0 +1,143 @@
+"""The run directory of a cluster run: per-iteration worker rows, PS arrivals, policy trace.
+
+Files (all written by :meth:`ClusterRunWriter.close`, each through a temporary file and an
+atomic rename, the ``COMPLETE`` marker last, so a reader that sees the marker sees whole files):
+
+* ``workers.csv``: one row per worker and iteration, columns :data:`WORKER_FIELDS` then any
+  extra fields in first-seen order;
+* ``ps_updates.csv``: one row per update arrival at a PS shard (:data:`PS_FIELDS`);
+* ``permissions.csv``: the coordinator policy's decision trace (columns as given);
+* ``run.json``: ``{"config": ..., "summary": ..., "stats": ...}`` (stats from :mod:`.stats`);
+* ``COMPLETE``: empty marker.
+
+Worker-row semantics (the Gantt chart relies on them): ``t_start`` and ``t_end`` are seconds
+since the run started; the phases follow each other from ``t_start`` in the order of
+Algorithm 1: ``blocking_s`` (waiting for the permission or the barrier that starts the
+iteration), ``pull_s``, ``compute_s``, ``push_s``. ``permission_s`` is the control-plane
+latency of the Request-/Permission-to-Proceed exchange when the runtime measures it (informational).
+``staleness`` counts the updates other workers applied between this worker's pull and push.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .stats import summarize
+
+WORKER_FIELDS: tuple[str, ...] = (
+    "worker", "iteration", "permission_s", "pull_s", "compute_s", "push_s", "blocking_s",
+    "batch_size", "staleness", "loss", "t_start", "t_end",
+)  # fmt: skip
+PS_FIELDS: tuple[str, ...] = ("shard", "worker", "iteration", "t")
+MARKER = "COMPLETE"
+
+
+class ClusterRunWriter:
+    """Collects a cluster run's telemetry in memory (thread-safe) and writes it on close.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        Output folder (created on :meth:`close`).
+    config : Mapping or None, default None
+        Run configuration stored in ``run.json`` (must be JSON-serialisable, or have a
+        ``str`` form).
+    """
+
+    def __init__(self, run_dir: str | Path, config: Mapping[str, Any] | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.config = dict(config or {})
+        self.workers: list[dict[str, Any]] = []
+        self.ps: list[dict[str, Any]] = []
+        self.trace: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def worker_row(self, **fields: Any) -> None:
+        """Record one worker iteration (``worker`` and ``iteration`` are required ints)."""
+        for key in ("worker", "iteration"):
+            if not isinstance(fields.get(key), int):
+                raise ValueError(f"worker_row needs an int {key!r}, got {fields.get(key)!r}")
+        self._append(self.workers, fields)
+
+    def ps_row(self, shard: int, worker: int, iteration: int, t: float) -> None:
+        """Record that ``worker``'s update of ``iteration`` reached PS ``shard`` at ``t`` s."""
+        self._append(self.ps, {"shard": shard, "worker": worker, "iteration": iteration, "t": t})
+
+    def trace_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Record policy decisions (e.g. a policy's ``trace`` list) for ``permissions.csv``."""
+        for row in rows:
+            self._append(self.trace, dict(row))
+
+    def _append(self, target: list[dict[str, Any]], row: dict[str, Any]) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"ClusterRunWriter({self.run_dir}) is already closed")
+            target.append(row)
+
+    def close(self, summary: Mapping[str, Any] | None = None) -> Path:
+        """Write every file (see the module doc) and return the run directory.
+
+        Parameters
+        ----------
+        summary : Mapping or None, default None
+            Run outcome from the runtime (stop reason, wall time, ...), stored in
+            ``run.json`` beside the statistics computed from the rows.
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"ClusterRunWriter({self.run_dir}) is already closed")
+            self._closed = True
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        marker = self.run_dir / MARKER
+        marker.unlink(missing_ok=True)  # a rerun into the same folder is incomplete until done
+        _write_atomic(self.run_dir / "workers.csv", _csv(self.workers, WORKER_FIELDS))
+        _write_atomic(self.run_dir / "ps_updates.csv", _csv(self.ps, PS_FIELDS))
+        _write_atomic(self.run_dir / "permissions.csv", _csv(self.trace, ()))
+        doc = {"config": self.config, "summary": dict(summary or {}),
+               "stats": summarize(self.workers, self.ps)}  # fmt: skip
+        text = json.dumps(_clean(doc), indent=2, sort_keys=True, default=str)
+        _write_atomic(self.run_dir / "run.json", text + "\n")
+        _write_atomic(marker, "")
+        return self.run_dir
+
+
+def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+    """CSV text with ``fields`` first, then extra keys in first-seen order; blanks for gaps."""
+    columns = list(fields)
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _clean(value: Any) -> Any:
+    """NaN/inf to None (strict JSON); tuples to lists; recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary sibling and ``os.replace`` (atomic on POSIX)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
