@@ -8,7 +8,8 @@ of moving flows changes (a flow starts moving, completes or is cancelled), so
 completion times are exact, not time-stepped. While each flow shares at most
 one of its links with other flows (a star: the server link), the rates are kept
 as per-link processor-sharing / FIFO queues in ``O(log n)`` per change
-(:mod:`._ps`), falling back to the water-filling otherwise (:mod:`._engine`).
+(:mod:`.ps_fastpath`), falling back to the water-filling otherwise
+(:mod:`.waterfill_state`); :mod:`.engine` switches between the two.
 
 A link with discipline ``"fcfs"`` serves one flow at a time in the order
 flows reached it (the end of their overhead; ties by flow id): the head flow
@@ -27,8 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._engine import Engine
 from ._linkrecorder import LinkRecorder
+from .engine import Engine
 from .profiles import Profile
 
 Discipline = Literal["fair", "fcfs"]

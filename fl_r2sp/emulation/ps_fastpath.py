@@ -2,7 +2,7 @@
 
 When every active flow crosses at most one link that other flows also use
 (its *hub*) and its other links are used by it alone, max-min fairness
-decouples into independent per-hub queues:
+decouples into independent per-hub queues (:class:`HubQueue`):
 
 * a fair hub with ``n`` flows whose private caps ``m_f`` (minimum capacity of
   the flow's other links) are all ``>= C / n`` gives each flow ``C / n``: an
@@ -11,12 +11,17 @@ decouples into independent per-hub queues:
   rate ``r``, so a per-hub *virtual work* clock ``V`` (bytes served per flow,
   advancing at ``r``) and a finish tag ``V(join) + remaining`` per flow give
   completions off a heap in tag order: ``remaining = tag - V``;
-* an FCFS hub moves only its head flow, at ``min(C, m_head)``.
+* an FCFS hub moves only its head flow, at ``min(C, m_head)``; the others wait
+  with their remaining bytes frozen.
 
 A flow-set change therefore costs ``O(log n)``, not a water-filling over all
 flows. Anything else (a flow crossing two shared links, mixed private caps that
-bind below the fair share) sets :attr:`FastState.broken`; the caller then
-converts the state to the general solver (:mod:`._fluid`) at that instant.
+bind below the fair share) sets :attr:`PSFastPath.broken`; :mod:`.engine` then
+converts the state to the general solver (:mod:`.waterfill_state`) at that instant.
+
+Performance: ``benchmarks/bench_emulation.py`` (flow churn, N = 100 and 1,000
+flows) is the benchmark behind the loops written out inline below (``flush``,
+``run`` and ``complete_at`` run on every event).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._fluid import BYTES_RTOL
+from .waterfill_state import BYTES_RTOL
 
 # Module-level aliases: the hot paths below run once or more per event.
 _heappush, _heappop, _INF = heapq.heappush, heapq.heappop, math.inf
@@ -37,58 +42,74 @@ Export = tuple[int, int, float, float, tuple[int, ...]]  # (seq, fid, size, rema
 
 
 class _Flow:
-    __slots__ = ("seq", "fid", "size", "links", "hub", "val", "m")
+    """An active flow (replaced, not mutated, once it has joined: clones share records)."""
+
+    __slots__ = ("seq", "fid", "size", "links", "hub", "finish_tag", "queued_bytes", "private_cap")
 
     def __init__(self, seq: int, fid: int, size: float, links: tuple[int, ...]) -> None:
         self.seq, self.fid, self.size, self.links = seq, fid, size, links
         self.hub = 0
-        self.val = 0.0  # fair hub: finish tag; fcfs hub: remaining bytes when it became head
-        self.m = math.inf  # min capacity of its non-hub (private) links
+        self.finish_tag = 0.0  # fair hub only: virtual clock at join + bytes left then
+        self.queued_bytes = 0.0  # fcfs hub only: bytes left, frozen while it waits
+        self.private_cap = math.inf  # min capacity of its non-hub (private) links
 
 
-class _Group:
-    """The flows of one hub link: a PS clock (fair) or a FIFO queue (fcfs)."""
+class HubQueue:
+    """The flows of one hub link: a processor-sharing clock (fair) or a FIFO queue (fcfs).
 
-    __slots__ = ("hub", "cap", "fcfs", "t", "v", "r", "heap", "members", "mcount", "mheap", "ver")
+    All moving flows of the hub move at :attr:`rate`. Time is kept by
+    :attr:`vclock` (fair) or :attr:`head_rem` (fcfs), valid at :attr:`t`.
+    """
+
+    __slots__ = (
+        "hub", "cap", "fcfs", "t", "vclock", "head_rem", "rate", "order", "members",
+        "cap_count", "cap_heap", "ver",
+    )  # fmt: skip
 
     def __init__(self, hub: int, cap: float, fcfs: bool, t: float) -> None:
         self.hub, self.cap, self.fcfs, self.t = hub, cap, fcfs, t
-        self.v = 0.0  # fair: virtual work clock; fcfs: head's remaining bytes at t
-        self.r = 0.0  # rate of every moving flow of the group
-        # (tag, fid) if fair, (activation seq, fid) if fcfs; entries of gone flows skipped lazily
-        self.heap: list[tuple[float, int]] = []
+        self.vclock = 0.0  # fair only: bytes served to each flow so far
+        self.head_rem = 0.0  # fcfs only: bytes the head flow has left at t
+        self.rate = 0.0  # rate of every moving flow of the hub
+        # (finish tag, fid) if fair, (activation seq, fid) if fcfs; the top is the
+        # next to finish. Entries of flows that left are skipped lazily.
+        self.order: list[tuple[float, int]] = []
         self.members: dict[int, _Flow] = {}
-        self.mcount: dict[float, int] = {}
-        self.mheap: list[float] = []
-        self.ver = 0
+        self.cap_count: dict[float, int] = {}  # private cap -> members with it (no zeros)
+        self.cap_heap: list[float] = []  # private caps, lazy: smallest live one on top
+        self.ver = 0  # bumped on every change: completion events of older versions are stale
 
     def settle(self, t: float) -> None:
-        """Advance the clock (fair) or the head's remaining bytes (fcfs) to ``t``."""
+        """Advance the virtual clock (fair) or the head's remaining bytes (fcfs) to ``t``."""
         if t > self.t:
-            self.v += (-self.r if self.fcfs else self.r) * (t - self.t)
+            if self.fcfs:
+                self.head_rem -= self.rate * (t - self.t)
+            else:
+                self.vclock += self.rate * (t - self.t)
             self.t = t
 
     def head(self) -> _Flow | None:
-        """Fair: flow with the smallest tag; fcfs: earliest-activated member."""
-        heap = self.heap
-        while heap and heap[0][1] not in self.members:
-            heapq.heappop(heap)
-        return self.members[heap[0][1]] if heap else None
+        """Fair: flow with the smallest finish tag; fcfs: earliest-activated member."""
+        order = self.order
+        while order and order[0][1] not in self.members:
+            heapq.heappop(order)
+        return self.members[order[0][1]] if order else None
 
     def remaining(self, f: _Flow) -> float:
-        """Bytes ``f`` has left at the group's time."""
+        """Bytes ``f`` has left at :attr:`t`."""
         if not self.fcfs:
-            return max(f.val - self.v, 0.0)
-        return max(self.v, 0.0) if f is self.head() else f.val
+            return max(f.finish_tag - self.vclock, 0.0)
+        return max(self.head_rem, 0.0) if f is self.head() else f.queued_bytes
 
 
-class FastState:
-    """Active flows grouped by hub link; same stepping contract as :class:`._fluid.FluidState`."""
+class PSFastPath:
+    """Active flows grouped by hub link; same stepping contract as
+    :class:`.waterfill_state.WaterfillState`."""
 
     def __init__(self, cap: np.ndarray, fcfs: np.ndarray, t: float) -> None:
         self.cap, self.fcfs, self.t = cap, fcfs, t
         self.flows: dict[int, _Flow] = {}
-        self.groups: dict[int, _Group] = {}
+        self.hubs: dict[int, HubQueue] = {}
         self.count: dict[int, int] = {}  # active flows per link
         self.owner: dict[int, int] = {}  # private link -> the flow using it
         self.events: list[tuple[float, int, int, int]] = []  # (finish, fid, ver, hub), lazy
@@ -97,9 +118,9 @@ class FastState:
         self.orphans: list[Export] = []  # flows that did not fit (state is then broken)
         self.broken = False
         self._ver = 0
-        self._dirty: dict[int, _Group] = {}
+        self._dirty: dict[int, HubQueue] = {}
         # (hub, links) -> min capacity of the non-hub links; capacities never change.
-        self._mcache: dict[tuple[int, tuple[int, ...]], float] = {}
+        self._private_caps: dict[tuple[int, tuple[int, ...]], float] = {}
         self.watched: list[int] = []
         #: Called as ``recorder(t, loads)`` with the loads of :attr:`watched` after changes.
         self.recorder: Callable[[float, np.ndarray], None] | None = None
@@ -114,7 +135,7 @@ class FastState:
                 if not shared:
                     hub = lk
                 shared += 1
-        if shared > 1 or (shared and hub not in self.groups and not self._rehome(hub)):
+        if shared > 1 or (shared and hub not in self.hubs and not self._rehome(hub)):
             self.orphans.append((seq, fid, size, rem, links))
             self.broken = True
             return
@@ -128,14 +149,14 @@ class FastState:
         self._enter(f, hub, rem)
 
     def _rehome(self, link: int) -> bool:
-        """Make private ``link`` a hub by moving its lone owner's group there, if a singleton."""
+        """Make private ``link`` a hub by moving its lone owner's queue there, if a singleton."""
         f = self.flows[self.owner[link]]
-        g = self.groups[f.hub]
+        g = self.hubs[f.hub]
         if len(g.members) != 1:
             return False
         g.settle(self.t)
         rem = g.remaining(f)
-        del self.groups[f.hub]
+        del self.hubs[f.hub]
         self.owner[f.hub] = f.fid
         self.owner.pop(link, None)
         moved = _Flow(f.seq, f.fid, f.size, f.links)  # new object: clones share old ones
@@ -145,32 +166,32 @@ class FastState:
 
     def _enter(self, f: _Flow, hub: int, rem: float) -> None:
         t = self.t
-        g = self.groups.get(hub)
+        g = self.hubs.get(hub)
         if g is None:
-            g = self.groups[hub] = _Group(hub, float(self.cap[hub]), bool(self.fcfs[hub]), t)
-        elif t > g.t:  # g.settle(t), inlined
-            g.v += (-g.r if g.fcfs else g.r) * (t - g.t)
-            g.t = t
+            g = self.hubs[hub] = HubQueue(hub, float(self.cap[hub]), bool(self.fcfs[hub]), t)
+        else:
+            g.settle(t)
         f.hub = hub
         key = (hub, f.links)
-        m = self._mcache.get(key)
+        m = self._private_caps.get(key)
         if m is None:
-            m = self._mcache[key] = min((float(self.cap[lk]) for lk in f.links if lk != hub), default=_INF)
-        f.m = m
+            m = min((float(self.cap[lk]) for lk in f.links if lk != hub), default=_INF)
+            self._private_caps[key] = m
+        f.private_cap = m
         if g.fcfs:
-            f.val = rem
-            if g.head() is None:
-                g.v = rem
-            _heappush(g.heap, (f.seq, f.fid))
+            f.queued_bytes = rem
+            if g.head() is None:  # an empty queue: f is the head at once
+                g.head_rem = rem
+            _heappush(g.order, (f.seq, f.fid))
         else:
-            f.val = g.v + rem
-            _heappush(g.heap, (f.val, f.fid))
+            f.finish_tag = g.vclock + rem
+            _heappush(g.order, (f.finish_tag, f.fid))
         g.members[f.fid] = f
-        mcount = g.mcount
-        k = mcount.get(m, 0)
+        cap_count = g.cap_count
+        k = cap_count.get(m, 0)
         if k == 0:
-            _heappush(g.mheap, m)
-        mcount[m] = k + 1
+            _heappush(g.cap_heap, m)
+        cap_count[m] = k + 1
         self._ver += 1  # g's event is stale until the next flush
         g.ver = self._ver
         self._dirty[hub] = g
@@ -179,82 +200,92 @@ class FastState:
         """Remove active flow ``fid`` (completed or cancelled) at :attr:`t`."""
         f = self.flows.pop(fid)
         hub = f.hub
-        g = self.groups[hub]
+        g = self.hubs[hub]
         t = self.t
-        if t > g.t:  # g.settle(t), inlined
-            g.v += (-g.r if g.fcfs else g.r) * (t - g.t)
+        if t > g.t:
+            # g.settle(t) written out, the one inlined copy: leave() runs on every
+            # completion and cancel. The saving is small: ~20 ns per call (timeit) of
+            # ~9 us per flow-set change in benchmarks/bench_emulation.py's flow churn
+            # (N = 1,000); measure there before inlining more.
+            if g.fcfs:
+                g.head_rem -= g.rate * (t - g.t)
+            else:
+                g.vclock += g.rate * (t - g.t)
             g.t = t
         was_head = g.fcfs and g.head() is f
         members = g.members
         del members[fid]
-        mcount = g.mcount
-        k = mcount[f.m] - 1
+        cap_count = g.cap_count
+        k = cap_count[f.private_cap] - 1
         if k:
-            mcount[f.m] = k
+            cap_count[f.private_cap] = k
         else:
-            del mcount[f.m]
+            del cap_count[f.private_cap]
         count, owner = self.count, self.owner
         for lk in f.links:
             count[lk] -= 1
             if owner.get(lk) == fid:
                 del owner[lk]
         if not members:
-            del self.groups[hub]
+            del self.hubs[hub]
             return
-        if was_head:
-            g.v = g.head().val  # type: ignore[union-attr]
+        if was_head:  # the next in line starts with the bytes it had when it queued
+            nxt = g.head()
+            assert nxt is not None  # members is not empty
+            g.head_rem = nxt.queued_bytes
         self._ver += 1  # g's event is stale until the next flush
         g.ver = self._ver
         self._dirty[hub] = g
 
     def flush(self) -> None:
-        """New rates and completion events of the groups changed since the last flush."""
-        # Rates are recomputed once per group per batch of changes at one instant;
-        # until then the group has no valid completion event (its ``ver`` moved on).
+        """New rates and completion events of the hubs changed since the last flush."""
+        # Rates are recomputed once per hub per batch of changes at one instant;
+        # until then the hub has no valid completion event (its ``ver`` moved on).
         dirty = self._dirty
         if not dirty:
             return
-        groups, events = self.groups, self.events
+        hubs, events = self.hubs, self.events
         for hub, g in dirty.items():
-            if groups.get(hub) is not g:
+            if hubs.get(hub) is not g:
                 continue
-            # The common rate of the group's moving flows, then its head's finish
+            # The common rate of the hub's moving flows, then its head's finish
             # time; written out inline because this runs on every change.
-            members, heap = g.members, g.heap
-            while heap[0][1] not in members:
-                _heappop(heap)
-            head = members[heap[0][1]]
+            members, order = g.members, g.order
+            while order[0][1] not in members:
+                _heappop(order)
+            head = members[order[0][1]]
             if g.fcfs:
-                r = min(g.cap, head.m)
-                rem = g.v
+                r = min(g.cap, head.private_cap)
+                rem = g.head_rem
             else:
                 share = g.cap / len(members)
-                mheap, mcount = g.mheap, g.mcount
-                while mheap[0] not in mcount:  # lazy deletion (mcount holds no zeros)
-                    _heappop(mheap)
-                m_min = mheap[0]
+                cap_heap, cap_count = g.cap_heap, g.cap_count
+                while cap_heap[0] not in cap_count:  # lazy deletion
+                    _heappop(cap_heap)
+                m_min = cap_heap[0]
                 if m_min >= share:
                     r = share
-                elif len(g.mcount) == 1:  # equal private caps all binding: everyone gets m
+                elif len(cap_count) == 1:  # equal private caps all binding: everyone gets m
                     r = m_min
                 else:
                     self.broken = True
                     continue
-                rem = head.val - g.v
-            g.r = r
+                rem = head.finish_tag - g.vclock
+            g.rate = r
             _heappush(events, (g.t + max(rem, 0.0) / r, head.fid, g.ver, hub))
         dirty.clear()
 
-    def clone(self) -> FastState:
+    def clone(self) -> PSFastPath:
         """Independent copy for look-ahead (flow records are never mutated, only replaced)."""
         c = copy.copy(self)
         c.flows, c.count, c.owner = dict(self.flows), dict(self.count), dict(self.owner)
         c.events, c.pending, c.orphans = list(self.events), list(self.pending), list(self.orphans)
         c._dirty = {}  # always flushed between public calls
-        c.groups = {}
-        for hub, g in self.groups.items():
-            h = c.groups[hub] = copy.copy(g)
-            h.heap, h.members, h.mcount, h.mheap = list(g.heap), dict(g.members), dict(g.mcount), list(g.mheap)
+        c.hubs = {}
+        for hub, g in self.hubs.items():
+            h = c.hubs[hub] = copy.copy(g)
+            h.order, h.members = list(g.order), dict(g.members)
+            h.cap_count, h.cap_heap = dict(g.cap_count), list(g.cap_heap)
         c.recorder = None
         return c
 
@@ -262,11 +293,11 @@ class FastState:
     def run(self, to: float, first_only: bool = False) -> list[tuple[int, float]]:
         """Step to ``to`` (or the first completion); stop early, unfinished, if :attr:`broken`."""
         done: list[tuple[int, float]] = []
-        pending, events, groups = self.pending, self.events, self.groups
+        pending, events, hubs = self.pending, self.events, self.hubs
         while not self.broken:
             while events:  # t_done = self.next_done()[0], inlined
                 top = events[0]
-                g = groups.get(top[3])
+                g = hubs.get(top[3])
                 if g is not None and g.ver == top[2]:
                     break
                 _heappop(events)
@@ -297,10 +328,10 @@ class FastState:
 
     def next_done(self) -> tuple[float, int]:
         """(earliest completion time, its flow id); ``(inf, -1)`` if nothing moves."""
-        ev, groups = self.events, self.groups
+        ev, hubs = self.events, self.hubs
         while ev:
             top = ev[0]
-            g = groups.get(top[3])
+            g = hubs.get(top[3])
             if g is not None and g.ver == top[2]:
                 return top[0], top[1]
             _heappop(ev)
@@ -310,10 +341,10 @@ class FastState:
         """Remove and return the flows finishing at ``t`` (the earliest completion time)."""
         self.t = t
         done: list[int] = []
-        events, groups = self.events, self.groups
+        events, hubs = self.events, self.hubs
         while events:
             t_ev, _, ver, hub = events[0]
-            g = groups.get(hub)
+            g = hubs.get(hub)
             if g is None or g.ver != ver:  # stale: self.next_done(), inlined
                 _heappop(events)
                 continue
@@ -321,23 +352,22 @@ class FastState:
                 break
             _heappop(events)
             head = g.head()
-            if t > g.t:  # g.settle(t), inlined
-                g.v += (-g.r if g.fcfs else g.r) * (t - g.t)
-                g.t = t
+            assert head is not None  # a valid event belongs to a non-empty hub
             if g.fcfs:
-                done.append(head.fid)  # type: ignore[union-attr]
-                self.leave(head.fid)  # type: ignore[union-attr]
+                done.append(head.fid)
+                self.leave(head.fid)
                 continue
-            g.v = max(g.v, head.val)  # type: ignore[union-attr]  # exact: it finishes now
-            heap, members, v = g.heap, g.members, g.v
-            _heappop(heap)  # the head's entry (head() cleaned the top)
-            batch = [head.fid]  # type: ignore[union-attr]
-            while heap:  # rounding dust: flows within BYTES_RTOL of done finish too
-                tag, fid = heap[0]
+            g.settle(t)
+            g.vclock = max(g.vclock, head.finish_tag)  # exact: the head finishes now
+            order, members, vclock = g.order, g.members, g.vclock
+            _heappop(order)  # the head's entry (head() cleaned the top)
+            batch = [head.fid]
+            while order:  # rounding dust: flows within BYTES_RTOL of done finish too
+                tag, fid = order[0]
                 f = members.get(fid)
-                if f is not None and tag - v > BYTES_RTOL * f.size:
+                if f is not None and tag - vclock > BYTES_RTOL * f.size:
                     break
-                _heappop(heap)
+                _heappop(order)
                 if f is not None:
                     batch.append(fid)
             for fid in batch:
@@ -351,19 +381,19 @@ class FastState:
             return
         loads = np.zeros(len(self.watched))
         for col, lk in enumerate(self.watched):
-            g = self.groups.get(lk)
+            g = self.hubs.get(lk)
             if g is not None:
-                loads[col] = g.r if g.fcfs else g.r * len(g.members)
+                loads[col] = g.rate if g.fcfs else g.rate * len(g.members)
             elif lk in self.owner:
                 f = self.flows[self.owner[lk]]
-                g = self.groups[f.hub]
-                loads[col] = g.r if (not g.fcfs or g.head() is f) else 0.0
+                g = self.hubs[f.hub]
+                loads[col] = g.rate if (not g.fcfs or g.head() is f) else 0.0
         self.recorder(self.t, loads)
 
     def export(self) -> list[Export]:
         """All active flows (orphans included) at :attr:`t`, in activation order."""
         out = list(self.orphans)
-        for g in self.groups.values():
+        for g in self.hubs.values():
             g.settle(self.t)
             out += [(f.seq, f.fid, f.size, g.remaining(f), f.links) for f in g.members.values()]
         out.sort()

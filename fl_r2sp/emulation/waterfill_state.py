@@ -1,9 +1,12 @@
-"""Internal state of the fluid network: active flows, their rates, stepping in time.
+"""General solver of the fluid network: max-min water-filling over all active flows.
 
-Kept separate from :mod:`network` (names, records, queries) so that a cheap copy
-can be stepped ahead for :meth:`Network.next_completion` without touching the
-real state. Arrays are always *replaced*, never mutated in place, so a shallow
-copy plus a copy of the pending heap is an independent snapshot.
+The state the engine (:mod:`.engine`) falls back to when the processor-sharing
+fast path (:mod:`.ps_fastpath`) is not exact: active flows as arrays, their
+rates recomputed by :func:`.maxmin.waterfill` on every flow-set change, and
+stepping in time. Kept separate from :mod:`.network` (names, records, queries)
+so that a cheap copy can be stepped ahead for :meth:`Network.next_completion`
+without touching the real state. Arrays are always *replaced*, never mutated in
+place, so a shallow copy plus a copy of the pending heap is an independent snapshot.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .maxmin import PAD, waterfill
 BYTES_RTOL = 1e-9
 
 
-class FluidState:
+class WaterfillState:
     """Active flows in activation order, pending (overhead-phase) flows, current time.
 
     Parameters
@@ -51,7 +54,7 @@ class FluidState:
         #: Called as ``recorder(t, links, rate)`` after each rate recomputation.
         self.recorder: Callable[[float, np.ndarray, np.ndarray], None] | None = None
 
-    def snapshot(self) -> FluidState:
+    def snapshot(self) -> WaterfillState:
         """Independent copy (arrays are never mutated in place)."""
         clone = copy.copy(self)
         clone.pending = list(self.pending)
@@ -94,16 +97,6 @@ class FluidState:
         self.fid, self.size = self.fid[keep], self.size[keep]
         self.rem, self.rate, self.links = self.rem[keep], self.rate[keep], self.links[keep]
         self.dirty = True
-
-    def drop_pending(self, fid: int) -> bool:
-        """Remove a pending flow; return whether it was pending."""
-        self.flush()
-        for i, entry in enumerate(self.pending):
-            if entry[1] == fid:
-                self.pending.pop(i)
-                heapq.heapify(self.pending)
-                return True
-        return False
 
     # -- rates ---------------------------------------------------------------
     def eligible(self) -> np.ndarray | None:
@@ -168,7 +161,9 @@ class FluidState:
             moving = [b for b in batch if b[2] > 0]
             done += [(b[1], t_next) for b in batch if b[2] <= 0]
             if moving:
-                self.activate([b[1] for b in moving], [b[2] for b in moving], [b[3] for b in moving])
+                self.activate(
+                    [b[1] for b in moving], [b[2] for b in moving], [b[3] for b in moving]
+                )
         done.sort(key=lambda item: item[0])
         return done
 
@@ -186,8 +181,11 @@ class FluidState:
         done: list[tuple[int, float]] = []
         while True:
             # At ``to`` exactly, only due activations can still act: skip a recompute.
-            if self.t == to and not (self.pending and self.pending[0][0] <= to) and (
-                self.dirty or self.t_done > to):
+            if (
+                self.t == to
+                and not (self.pending and self.pending[0][0] <= to)
+                and (self.dirty or self.t_done > to)
+            ):
                 break
             t_done, t_act = self.next_times()
             t_next = min(t_done, t_act)

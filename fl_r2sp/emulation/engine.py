@@ -1,12 +1,13 @@
 """Flow state behind :class:`.network.Network`: fast per-hub queues, general solver fallback.
 
-The state lives either in a :class:`._ps.FastState` (exact when each flow has at
-most one shared link, see that module) or in a :class:`._fluid.FluidState`
-(max-min water-filling over all flows on every change). A change the fast
-state cannot represent exactly converts it, at that instant, to the general
-state (remaining bytes = tag - virtual clock); the general state is offered
-back to the fast one after a growing number of steps, so a topology that
-keeps breaking the fast path costs at most a conversion per many events.
+The state lives either in a :class:`.ps_fastpath.PSFastPath` (exact when each
+flow has at most one shared link, see that module) or in a
+:class:`.waterfill_state.WaterfillState` (max-min water-filling over all flows
+on every change). A change the fast state cannot represent exactly converts it,
+at that instant, to the general state (remaining bytes = finish tag - virtual
+clock); the general state is offered back to the fast one after a growing
+number of steps, so a topology that keeps breaking the fast path costs at most
+a conversion per many events.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._fluid import FluidState
-from ._ps import FastState
 from .maxmin import PAD
+from .ps_fastpath import PSFastPath
+from .waterfill_state import WaterfillState
 
 #: Steps in the general state before the first attempt to go back to the fast
 #: state; doubled (up to :data:`RETRY_MAX`) after each fallback.
@@ -43,13 +44,17 @@ class Engine:
         self.watched: list[int] = []
         self.rec_loads: Callable[[float, np.ndarray], None] | None = None
         self.rec_rates: Callable[[float, np.ndarray, np.ndarray], None] | None = None
-        self.fast: FastState | None = FastState(self.cap, self.fcfs, 0.0) if fast_path else None
-        self.general: FluidState | None = None if fast_path else FluidState(self.cap, self.fcfs)
+        self.fast: PSFastPath | None = PSFastPath(self.cap, self.fcfs, 0.0) if fast_path else None
+        self.general: WaterfillState | None = (
+            None if fast_path else WaterfillState(self.cap, self.fcfs)
+        )
         self._retry, self._steps = RETRY_MIN, 0
 
     # -- configuration -------------------------------------------------------
     def set_recorder(
-        self, rates: Callable[[float, np.ndarray, np.ndarray], None], loads: Callable[[float, np.ndarray], None]
+        self,
+        rates: Callable[[float, np.ndarray, np.ndarray], None],
+        loads: Callable[[float, np.ndarray], None],
     ) -> None:
         """Hooks called after each change: with all rates (general) or watched loads (fast)."""
         self.rec_rates, self.rec_loads = rates, loads
@@ -178,7 +183,7 @@ class Engine:
     def _to_general(self) -> None:
         fast = self.fast
         assert fast is not None
-        st = FluidState(self.cap, self.fcfs)
+        st = WaterfillState(self.cap, self.fcfs)
         st.t, st.pending, st.recorder = fast.t, fast.pending, self.rec_rates
         flows = fast.export()
         if flows:
@@ -200,7 +205,7 @@ class Engine:
         self._steps = 0
         st.progress(st.t)
         st.flush()
-        fast = FastState(self.cap, self.fcfs, st.t)
+        fast = PSFastPath(self.cap, self.fcfs, st.t)
         for row in range(st.fid.shape[0]):
             links = tuple(int(lk) for lk in st.links[row] if lk != PAD)
             fast.join(row, int(st.fid[row]), float(st.size[row]), float(st.rem[row]), links)
