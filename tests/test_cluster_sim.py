@@ -180,3 +180,25 @@ def test_spec_validation():
     with pytest.raises(ValueError, match="gap_factor"):
         simulate(spec(SchemeParams("r2sp", gap_factor=2.0)))
     assert math.isnan(simulate(spec("asp", 1, iterations=1)).zero_gap_fraction())
+
+
+def test_replay_of_the_twins_reports_gives_the_same_decisions():
+    from fl_r2sp.cluster.policies import PushReport
+    from fl_r2sp.cluster.sim import replay
+
+    for scheme in ("r2sp", "ssp", "bsp", "safa"):
+        p = SchemeParams(scheme, ssp_bound=1)
+        res = simulate(spec(p, 3, speeds=(100.0, 60.0, 140.0), jitter_cv=0.1, seed=2))
+        reports = [
+            PushReport(
+                r["worker"],
+                r["iteration"],
+                r["t_end"],
+                r["compute_s"],
+                r["pull_s"] + r["push_s"],
+                r["blocking_s"],
+                r["batch_size"],
+            )
+            for r in sorted(res.rows, key=lambda r: (r["t_end"], r["worker"]))
+        ]
+        assert replay(p, 3, 100, reports) == res.trace
