@@ -104,14 +104,6 @@ def shared_data_dir() -> Path | None:
     return candidate if candidate is not None and candidate.is_dir() else None
 
 
-def first_existing(candidates: list[Path]) -> Path | None:
-    """First path of ``candidates`` that exists, else ``None``."""
-    for path in candidates:
-        if path.exists():
-            return path
-    return None
-
-
 def missing_files_error(what: str, candidates: list[Path], hint: str = "") -> FileNotFoundError:
     """Build a ``FileNotFoundError`` that lists where ``what`` was looked for."""
     listed = "\n  ".join(str(p) for p in candidates)
