@@ -49,6 +49,8 @@ class StopRule:
     tol: float = 0.001
     _best: float = field(default=-1.0, repr=False)
     _stale: int = field(default=0, repr=False)
+    #: Time of the last evaluation that improved the best accuracy (None before any).
+    _window_start: float | None = field(default=None, repr=False)
     converged_at: float | None = field(default=None, repr=False)
 
     def after_eval(self, accuracy: float, now: float) -> bool:
@@ -60,7 +62,7 @@ class StopRule:
         self._stale += 1
         if self.convergence_window and self._stale >= self.convergence_window:
             # Convergence time = start of the stagnant window (notes §3.4).
-            self.converged_at = getattr(self, "_window_start", now)
+            self.converged_at = now if self._window_start is None else self._window_start
             return True
         return False
 
