@@ -121,8 +121,9 @@ def chunk_sizes(total: int, chunk: int) -> list[int]:
     return [chunk] * full + ([rest] if rest else [])
 
 
-def _pieces(flat: torch.Tensor, chunk_bytes: int) -> list[torch.Tensor]:
-    """Contiguous views of ``flat`` of ``chunk_bytes`` (rounded down to whole elements)."""
+def chunk_views(flat: torch.Tensor, chunk_bytes: int) -> list[torch.Tensor]:
+    """Contiguous views of the 1-D ``flat`` in chunks of ``chunk_bytes`` (rounded down to whole
+    elements, at least one): the layout both ends of a chunked transfer post."""
     elems = max(1, chunk_bytes // flat.element_size())
     views, start = [], 0
     for size in chunk_sizes(flat.numel(), elems):
@@ -164,7 +165,7 @@ def send_chunked(
         Process group (None: the default group).
     """
     waited = 0.0
-    for i, piece in enumerate(_pieces(_flat(tensor), chunk_bytes)):
+    for i, piece in enumerate(chunk_views(_flat(tensor), chunk_bytes)):
         if bucket is not None:
             waited += bucket.take(piece.numel() * piece.element_size())
         dist.send(piece, dst, group=group, tag=tag_first if i == 0 else tag_rest)
@@ -199,7 +200,7 @@ def recv_chunked(
         Process group (None: the default group).
     """
     sender = src
-    for i, piece in enumerate(_pieces(_flat(out), chunk_bytes)):
+    for i, piece in enumerate(chunk_views(_flat(out), chunk_bytes)):
         if bucket is not None:
             bucket.take(piece.numel() * piece.element_size())
         if i == 0:
