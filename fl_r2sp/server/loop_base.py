@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,8 @@ class LoopBase:
         Telemetry sink (a fresh one if None).
     progress : bool (default: True)
         Log a line per evaluation.
+    job_timeout : float (default: 600)
+        Wall seconds before an unanswered job counts as failed.
     """
 
     clock_name = "base"
@@ -103,6 +105,7 @@ class LoopBase:
         eval_every: int = 1,
         events: EventLog | None = None,
         progress: bool = True,
+        job_timeout: float = 600.0,
     ) -> None:
         self.policy = policy
         self.transport = transport
@@ -112,6 +115,7 @@ class LoopBase:
         self.eval_every = max(1, eval_every)
         self.events = events if events is not None else EventLog()
         self.progress = progress
+        self.job_timeout = job_timeout
         self.history: list[dict[str, float]] = []
         self.stopped: str | None = None
         self.job_counter: dict[int, int] = {}
@@ -155,6 +159,19 @@ class LoopBase:
             log.info("stopping: %s", reason)
 
     # -- replies ---------------------------------------------------------------
+    def _timed_out(self, sent: Iterable[tuple[Job, float]], now: float) -> list[Reply]:
+        """Error replies for the jobs sent more than ``job_timeout`` before ``now``.
+
+        ``sent`` pairs each unanswered job with the wall time it was handed to
+        the transport, on the same clock as ``now``. The transport forgets the
+        late jobs' nodes, so that a late answer cannot block the next job.
+        """
+        late = [job for job, at in sent if now - at > self.job_timeout]
+        for job in late:
+            self.transport.forget(job.cid)
+        error = f"no reply within job-timeout={self.job_timeout:g}s"
+        return [Reply(job.cid, job.index, job.tag, None, error=error) for job in late]
+
     def check_reply(self, reply: Reply) -> str | None:
         """Why ``reply`` must not be aggregated (error or bad weights), or None."""
         if reply.error is not None:

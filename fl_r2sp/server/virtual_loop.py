@@ -16,14 +16,15 @@ conservative rule (ARCHITECTURE.md, "Verified facts"):
 Replies are consumed in whatever order they really arrive, but they only
 fill in data; every state change happens in (time, priority, partition id)
 order. So a seed gives the same result with any number of Ray actors.
+The events are typed records dispatched on their type; their kinds and
+priorities are in :mod:`fl_r2sp.server.virtual_events`.
 """
 
 from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -32,27 +33,20 @@ from fl_r2sp.emulation.availability import AvailabilityModel
 from fl_r2sp.emulation.clock import VirtualClock
 from fl_r2sp.emulation.events import EventQueue
 from fl_r2sp.emulation.network import Network, pull_links, push_links
-from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.loop_base import LoopBase, log
+from fl_r2sp.server.virtual_events import (
+    ClientOffline,
+    ClientOnline,
+    JobFailed,
+    JobState,
+    PullDone,
+    PushDone,
+    PushStart,
+    QueuedEvent,
+    TimerFired,
+    VirtualEvent,
+)
 from fl_r2sp.strategies.base import Update
-
-# Tie-break of simultaneous events: transfers finishing first, then pushes
-# starting, failures, timers, and clients coming back online.
-PRIO_PUSH_START, PRIO_FAIL, PRIO_TIMER, PRIO_ONLINE = 1, 2, 3, 4
-
-
-@dataclass
-class _JobState:
-    job: Job
-    dispatch: float
-    pull_fid: int | None = None
-    pull_end: float | None = None
-    reply: Reply | None = None
-    failure: str | None = None
-    push_fid: int | None = None
-    dead: bool = False  # failed or cancelled: its reply is discarded
-    submitted: bool = False
-    sent: float = 0.0  # wall time of the real submission (for job-timeout)
 
 
 class VirtualLoop(LoopBase):
@@ -74,10 +68,8 @@ class VirtualLoop(LoopBase):
         Client dropouts (None = always online).
     seed : int
         Seed of the availability draws.
-    job_timeout : float (default: 600)
-        Wall seconds before an unanswered job counts as failed.
     **base : Any
-        Passed to :class:`LoopBase`.
+        Passed to :class:`LoopBase` (``job_timeout`` among them).
     """
 
     clock_name = "virtual"
@@ -91,7 +83,6 @@ class VirtualLoop(LoopBase):
         compute_lb: dict[int, float],
         availability: AvailabilityModel | None = None,
         seed: int = 0,
-        job_timeout: float = 600.0,
         **base: Any,
     ) -> None:
         super().__init__(**base)
@@ -101,18 +92,27 @@ class VirtualLoop(LoopBase):
         self.compute_lb = compute_lb
         self.availability = availability
         self.seed = seed
-        self.job_timeout = job_timeout
         self.clock = VirtualClock()
         self.queue = EventQueue()
-        self.active: dict[int, _JobState] = {}  # cid -> job in virtual flight
-        self.flows: dict[int, tuple[str, _JobState]] = {}
-        self.unreplied: dict[tuple[int, int], _JobState] = {}  # real reply missing
-        self.deferred: dict[int, _JobState] = {}  # waiting for the node to be free
+        self.active: dict[int, JobState] = {}  # cid -> job in virtual flight
+        self.flows: dict[int, PullDone | PushDone] = {}  # flow id -> event at its end
+        self.unreplied: dict[tuple[int, int], JobState] = {}  # real reply missing
+        self.deferred: dict[int, JobState] = {}  # waiting for the node to be free
         self.offline_until: dict[int, float] = {}
         self.parked: dict[int, tuple[np.ndarray, int]] = {}  # sends to offline clients
         self._bounds: list[tuple[float, int, int]] = []  # see _must_wait
         self._pull_lbs: dict[int, float] = {}
         self._node_jobs: set[int] = set()  # clients whose submitted job is unanswered
+        # Dispatch by type: an event of a type missing here raises (see _handle).
+        self._handlers: dict[type, Callable[[float, Any], None]] = {
+            PullDone: self._pull_done,
+            PushDone: self._push_done,
+            PushStart: self._start_push,
+            ClientOffline: self._offline,
+            JobFailed: self._job_failed,
+            TimerFired: self._timer,
+            ClientOnline: self._online,
+        }
 
     # -- public ------------------------------------------------------------------
     def run(self, weights: np.ndarray, clients: list[int]) -> np.ndarray:
@@ -151,7 +151,7 @@ class VirtualLoop(LoopBase):
             self._pull_lbs[cid] = lb
         return lb
 
-    def _push_start_bound(self, st: _JobState) -> float:
+    def _push_start_bound(self, st: JobState) -> float:
         """Earliest virtual time the job's push could start (reply unknown)."""
         if st.pull_end is not None:
             pull_end = st.pull_end
@@ -184,7 +184,9 @@ class VirtualLoop(LoopBase):
 
     def _receive(self) -> None:
         """Block for at least one real reply and file what it tells."""
-        replies = self.transport.poll(timeout=1.0) or self._timed_out()
+        replies = self.transport.poll(timeout=1.0) or self._timed_out(
+            ((s.job, s.sent) for s in self.unreplied.values() if s.submitted), time.monotonic()
+        )
         for reply in replies:
             st = self.unreplied.pop((reply.cid, reply.index), None)
             self._node_jobs.discard(reply.cid)
@@ -199,45 +201,47 @@ class VirtualLoop(LoopBase):
             if st.pull_end is not None:
                 self._schedule_push(st)
 
-    def _timed_out(self) -> list[Reply]:
-        """Error replies for jobs unanswered for longer than ``job_timeout``."""
-        now = time.monotonic()
-        late = [s for s in self.unreplied.values() if s.submitted and now - s.sent > self.job_timeout]
-        for st in late:
-            self.transport.forget(st.job.cid)
-        return [
-            Reply(s.job.cid, s.job.index, s.job.tag, None,
-                  error=f"no reply within job-timeout={self.job_timeout:g}s")
-            for s in late
-        ]
-
     def _step(self, t: float) -> None:
         """Process everything due at the earliest time ``t``."""
         nc = self.net.next_completion()
         self.clock.advance_to(t)
         if nc is not None and nc[0] <= t:
             done = self.net.advance(t)
-            for fid, _ in sorted(done, key=lambda d: (d[1], self.flows[d[0]][1].job.cid)):
-                kind, st = self.flows.pop(fid)
-                (self._pull_done if kind == "pull" else self._push_done)(t, st)
+            for fid, _ in sorted(done, key=lambda d: (d[1], self.flows[d[0]].state.job.cid)):
+                self._handle(t, self.flows.pop(fid))
             return
         self.net.advance(t)
-        ev = self.queue.pop()
-        kind, payload = ev.payload
-        if kind == "push_start":
-            self._start_push(t, payload)
-        elif kind == "fail":
-            self._fail(t, payload, payload.failure or "failed")
-        elif kind == "timer":
-            self.execute(t, self.policy.on_timer(t, payload))
-        elif kind == "offline":
-            self._offline(t, *payload)
-        elif kind == "online":
-            self._online(t, payload)
+        self._handle(t, self.queue.pop().payload)
+
+    def _handle(self, t: float, event: VirtualEvent) -> None:
+        """Run the handler of ``event``'s type at virtual time ``t``.
+
+        Raises
+        ------
+        TypeError
+            If no handler is registered for the event's type (a new kind of
+            event must not be dropped silently).
+        """
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            known = ", ".join(sorted(k.__name__ for k in self._handlers))
+            raise TypeError(
+                f"virtual loop has no handler for event {event!r} of type "
+                f"{type(event).__name__}; known types: {known}"
+            )
+        handler(t, event)
+
+    def _schedule(self, at: float, key: int, event: QueuedEvent) -> None:
+        """Queue ``event`` at ``at``; ties break by its type's priority, then ``key``."""
+        self.queue.push(at, event.priority, key, event)
 
     def set_timer(self, at: float, key: Hashable) -> None:
         """Queue ``policy.on_timer(at, key)``."""
-        self.queue.push(at, PRIO_TIMER, 0, ("timer", key))
+        # Key 0 for every timer: simultaneous timers fire in the order they were set.
+        self._schedule(at, 0, TimerFired(key))
+
+    def _timer(self, t: float, event: TimerFired) -> None:
+        self.execute(t, self.policy.on_timer(t, event.key))
 
     # -- job phases ------------------------------------------------------------------
     def dispatch(self, now: float, cid: int, weights: np.ndarray, tag: int) -> None:
@@ -246,14 +250,16 @@ class VirtualLoop(LoopBase):
             self.parked[cid] = (weights, tag)  # the newest send wins
             return
         job = self.next_job(cid, weights, tag)
-        st = _JobState(job=job, dispatch=now)
+        st = JobState(job=job, dispatch=now)
         self.active[cid] = st
         self.unreplied[(cid, job.index)] = st
         bound = now + self._pull_lb(cid) + self.compute_lb.get(cid, 0.0)
         heapq.heappush(self._bounds, (bound, cid, job.index))
-        st.pull_fid = self.net.start_flow(now, self.model_bytes, pull_links(cid), self.overhead, tag=cid)
-        self.flows[st.pull_fid] = ("pull", st)
-        self.events.dispatched(cid, job.index, tag, now, getattr(self.policy, "group_of", lambda c: None)(cid))
+        st.pull_fid = self.net.start_flow(
+            now, self.model_bytes, pull_links(cid), self.overhead, tag=cid
+        )
+        self.flows[st.pull_fid] = PullDone(st)
+        self.events.dispatched(cid, job.index, tag, now, self.policy.group_of(cid))
         if self._node_busy(cid):
             self.deferred[cid] = st
         else:
@@ -271,36 +277,42 @@ class VirtualLoop(LoopBase):
             if not st.dead:
                 self._submit(st)
 
-    def _submit(self, st: _JobState) -> None:
+    def _submit(self, st: JobState) -> None:
         st.submitted, st.sent = True, time.monotonic()
         self._node_jobs.add(st.job.cid)
         self.transport.submit(st.job)
 
-    def _pull_done(self, t: float, st: _JobState) -> None:
+    def _pull_done(self, t: float, event: PullDone) -> None:
+        st = event.state
         st.pull_end = t
         self.events.job(st.job.cid, st.job.index)["pull_end"] = t
         if st.reply is not None:
             self._schedule_push(st)
 
-    def _schedule_push(self, st: _JobState) -> None:
+    def _schedule_push(self, st: JobState) -> None:
         assert st.reply is not None and st.pull_end is not None
         if st.failure is not None:
             at = st.pull_end + self.compute_lb.get(st.job.cid, 0.0)
-            self.queue.push(at, PRIO_FAIL, st.job.cid, ("fail", st))
+            self._schedule(at, st.job.cid, JobFailed(st))
             return
         at = st.pull_end + st.reply.compute_s + st.reply.delay_s
         row = self.events.job(st.job.cid, st.job.index)
         row.update(train_end=st.pull_end + st.reply.compute_s, delay=st.reply.delay_s)
-        self.queue.push(at, PRIO_PUSH_START, st.job.cid, ("push_start", st))
+        self._schedule(at, st.job.cid, PushStart(st))
 
-    def _start_push(self, t: float, st: _JobState) -> None:
+    def _start_push(self, t: float, event: PushStart) -> None:
+        st = event.state
         if st.dead:
             return
-        self.events.job(st.job.cid, st.job.index)["push_start"] = t
-        st.push_fid = self.net.start_flow(t, self.model_bytes, push_links(st.job.cid), self.overhead, tag=st.job.cid)
-        self.flows[st.push_fid] = ("push", st)
+        cid = st.job.cid
+        self.events.job(cid, st.job.index)["push_start"] = t
+        st.push_fid = self.net.start_flow(
+            t, self.model_bytes, push_links(cid), self.overhead, tag=cid
+        )
+        self.flows[st.push_fid] = PushDone(st)
 
-    def _push_done(self, t: float, st: _JobState) -> None:
+    def _push_done(self, t: float, event: PushDone) -> None:
+        st = event.state
         cid = st.job.cid
         self.events.job(cid, st.job.index)["push_end"] = t
         del self.active[cid]
@@ -311,7 +323,10 @@ class VirtualLoop(LoopBase):
         self.execute(t, self.policy.on_update(t, upd))
         self._unpark(t, cid)
 
-    def _fail(self, t: float, st: _JobState, reason: str) -> None:
+    def _job_failed(self, t: float, event: JobFailed) -> None:
+        self._fail(t, event.state, event.state.failure or "failed")
+
+    def _fail(self, t: float, st: JobState, reason: str) -> None:
         cid = st.job.cid
         if st.dead or self.active.get(cid) is not st:
             return
@@ -329,7 +344,7 @@ class VirtualLoop(LoopBase):
         self._unpark(t, cid)
 
     # -- availability ------------------------------------------------------------------
-    def _schedule_dropout(self, now: float, st: _JobState) -> None:
+    def _schedule_dropout(self, now: float, st: JobState) -> None:
         if self.availability is None:
             return
         cid = st.job.cid
@@ -339,16 +354,18 @@ class VirtualLoop(LoopBase):
         end = now + pull + self.compute_lb.get(cid, 0.0) + push
         cut = self.availability.interruption(self.seed, cid, st.job.index, now, end)
         if cut is not None:
-            self.queue.push(cut[0], PRIO_FAIL, cid, ("offline", (st, cut[1])))
+            self._schedule(cut[0], cid, ClientOffline(st, cut[1]))
 
-    def _offline(self, t: float, st: _JobState, back: float) -> None:
+    def _offline(self, t: float, event: ClientOffline) -> None:
+        st, back = event.state, event.back
         cid = st.job.cid
         self.offline_until[cid] = back
-        self.queue.push(back, PRIO_ONLINE, cid, ("online", cid))
+        self._schedule(back, cid, ClientOnline(cid))
         if self.active.get(cid) is st:
             self._fail(t, st, f"client offline until t={back:.3f}")
 
-    def _online(self, t: float, cid: int) -> None:
+    def _online(self, t: float, event: ClientOnline) -> None:
+        cid = event.cid
         if self.offline_until.get(cid, 0.0) <= t:
             self._unpark(t, cid)
 

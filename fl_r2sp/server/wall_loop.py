@@ -27,20 +27,17 @@ class WallLoop(LoopBase):
 
     Parameters
     ----------
-    job_timeout : float (default: 600)
-        Seconds before an unanswered job counts as failed.
     poll_interval : float (default: 0.05)
         Longest wait for replies before timers are checked again.
     **base : Any
-        Passed to :class:`LoopBase`.
+        Passed to :class:`LoopBase` (``job_timeout`` among them).
     """
 
     clock_name = "wall"
 
-    def __init__(self, *, job_timeout: float = 600.0, poll_interval: float = 0.05, **base: Any) -> None:
+    def __init__(self, *, poll_interval: float = 0.05, **base: Any) -> None:
         super().__init__(**base)
         self.clock = WallClock()
-        self.job_timeout = job_timeout
         self.poll_interval = poll_interval
         self.timers: list[tuple[float, int, Hashable]] = []
         self._seq = itertools.count()
@@ -62,7 +59,8 @@ class WallLoop(LoopBase):
             wait = self.poll_interval
             if self.timers:
                 wait = max(0.0, min(wait, self.timers[0][0] - now))
-            for reply in self.transport.poll(timeout=wait) + self._timed_out(now):
+            replies = self.transport.poll(timeout=wait)  # before forgetting the late nodes
+            for reply in replies + self._timed_out(self.inflight.values(), now):
                 self._handle(reply)
         self.evaluate_final(self.clock.now())
         return self.policy.weights
@@ -83,17 +81,8 @@ class WallLoop(LoopBase):
             return
         job = self.next_job(cid, weights, tag)
         self.inflight[cid] = (job, now)
-        self.events.dispatched(cid, job.index, tag, now, getattr(self.policy, "group_of", lambda c: None)(cid))
+        self.events.dispatched(cid, job.index, tag, now, self.policy.group_of(cid))
         self.transport.submit(job)
-
-    def _timed_out(self, now: float) -> list[Reply]:
-        late = [(j, t) for j, t in self.inflight.values() if now - t > self.job_timeout]
-        for job, _ in late:
-            self.transport.forget(job.cid)
-        return [
-            Reply(j.cid, j.index, j.tag, None, error=f"no reply within job-timeout={self.job_timeout:g}s")
-            for j, _ in late
-        ]
 
     def _handle(self, reply: Reply) -> None:
         self.replies.append((reply.cid, reply.index))

@@ -131,6 +131,10 @@ class Policy(ABC):
         """React to a timer set with :class:`Timer` (default: ignore)."""
         return []
 
+    def group_of(self, cid: int) -> int | None:
+        """Group id of client ``cid`` for telemetry (default: None = the scheme has no groups)."""
+        return None
+
     @property
     @abstractmethod
     def weights(self) -> np.ndarray:
