@@ -27,6 +27,8 @@ CosineReference = Literal["group", "group-loo", "global-change", "global-step"]
 BspSampling = Literal["first-c", "sample"]
 AspMixing = Literal["average", "fedasync"]
 Staleness = Literal["constant", "polynomial", "hinge"]
+Executor = Literal["serial", "processes", "batched"]
+ComputeDevice = Literal["auto", "cpu", "cuda"]
 
 
 def _f(default: Any, doc: str) -> Any:
@@ -88,6 +90,22 @@ class RunConfig:
     augment: bool = _f(False, "CIFAR-10 random crop + flip during local training.")
     timing_only: bool = _f(False, "Skip SGD (clients echo the model): timing experiments only.")
     torch_threads: int = _f(1, "torch.set_num_threads in clients (fixed for determinism).")
+    executor: Executor = _f(
+        "serial",
+        "How in-process client jobs are computed: serial (one at a time, the reference), "
+        "processes (a pool of single-threaded worker processes; bit-identical to serial) or "
+        "batched (outstanding jobs as one stacked torch.func model; equal to serial within float "
+        "tolerance). Virtual-time semantics do not change.",
+    )
+    compute_device: ComputeDevice = _f(
+        "auto",
+        "Where the batched executor trains: auto (cuda if available, else cpu), cpu or cuda; "
+        "serial and processes always train on the CPU. Not the `device` speed model.",
+    )
+    executor_workers: int = _f(0, "Worker processes of executor=processes (0 = one per core).")
+    executor_stack: int = _f(
+        0, "Most jobs one batched stack trains together (0 = auto: 16 on cpu, 1024 on cuda)."
+    )
     # --- emulation ------------------------------------------------------------
     network: str = _f("paper-ec2", "Network/device profile: paper-ec2, paper-ec2-fcfs or lan (virtual clock).")
     delay: str = _f("lognormal(mu=-2,sigma=1)", "Injected delay before each push.")
@@ -202,6 +220,9 @@ class RunConfig:
         _check(self.momentum >= 0, "momentum", self.momentum, ">= 0")
         _check(self.weight_decay >= 0, "weight-decay", self.weight_decay, ">= 0")
         _check(self.torch_threads >= 1, "torch-threads", self.torch_threads, ">= 1")
+        _check(self.executor_workers >= 0, "executor-workers", self.executor_workers,
+               ">= 0 (0 = one per core)")
+        _check(self.executor_stack >= 0, "executor-stack", self.executor_stack, ">= 0 (0 = auto)")
         _check(self.max_updates >= 0, "max-updates", self.max_updates, ">= 0 (0 = no limit)")
         _check(self.time_budget >= 0, "time-budget", self.time_budget, ">= 0 (0 = none)")
         _check(self.convergence_window >= 0, "convergence-window", self.convergence_window, ">= 0")

@@ -26,7 +26,7 @@ from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
-from fl_r2sp.server.transport import InProcessTransport, Transport
+from fl_r2sp.server.transport import Transport
 from fl_r2sp.server.virtual_loop import VirtualLoop
 from fl_r2sp.server.wall_loop import WallLoop
 from fl_r2sp.strategies.factory import make_policy
@@ -82,7 +82,8 @@ def run(
     cfg : RunConfig
         The validated configuration.
     transport : Transport or None (default: None)
-        Where jobs run; None = in this process with :class:`ClientRuntime`.
+        Where jobs run; None = in this machine with :class:`ClientRuntime`, computed
+        by the executor ``cfg.executor`` names (:mod:`fl_r2sp.server.executor`).
     initial : np.ndarray or None (default: None)
         Initial flat weights; None = the model's seeded initialisation.
     evaluator : callable or None (default: None)
@@ -102,8 +103,10 @@ def run(
     outliers = frozenset() if cfg.timing_only else frozenset(data_for(cfg).partition.outlier_ids)
     runtime = runtime_for(cfg)
     if transport is None:
-        sleep = cfg.clock == "wall"
-        transport = InProcessTransport(range(cfg.num_partitions), lambda j: runtime.run(j, sleep))
+        from fl_r2sp.server.executor import make_transport
+
+        # Jobs run in this machine; cfg.executor picks how (serial, processes, batched).
+        transport = make_transport(cfg, runtime)
     clients = transport.clients()
     _check_clients(cfg, clients)
     weights = initial_weights(cfg) if initial is None else np.asarray(initial, np.float32)
