@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fl_r2sp.models.mlp import DigitsMLP
+from fl_r2sp.models.registry import count_parameters
 from fl_r2sp.models.resnet import CifarResNet
 
 from .seq2seq import BOS, Seq2SeqTransformer
@@ -107,35 +108,20 @@ def check_model_dataset(name: str, dataset: str) -> None:
 
 
 def build_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
-    """Build a freshly initialised model, identical for identical arguments.
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`MODEL_NAMES`.
-    num_classes : int, default 10
-        Output logits (the vocabulary size, BOS included, for ``transformer``).
-    seed : int, default 0
-        Seed of the initial weights.
-
-    Returns
-    -------
-    torch.nn.Module
-        The model in training mode, float32, on the CPU.
-    """
+    """A fresh float32 CPU model ``name`` (see :data:`MODEL_NAMES`) with ``num_classes``
+    outputs (the vocabulary, BOS included, for ``transformer``) [10], its initial weights drawn
+    from ``seed`` [0]: identical arguments give identical weights."""
     spec = model_spec(name)
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1, got {num_classes}")
-    # Layer initialisers draw from torch's global generator; fork_rng restores it afterwards,
-    # so construction is seeded without disturbing the caller's random state.
+    # Initialisers use torch's global generator: fork_rng seeds it here and restores it after.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return spec.builder(num_classes)
 
 
-def param_count(model: nn.Module) -> int:
-    """Number of trainable parameters (``requires_grad``); buffers are not counted."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+#: Number of trainable parameters (``requires_grad``); buffers (BatchNorm statistics) excluded.
+param_count = count_parameters
 
 
 def batch_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
