@@ -61,7 +61,7 @@ class StopRule:
             return False
         self._stale += 1
         if self.convergence_window and self._stale >= self.convergence_window:
-            # Convergence time = start of the stagnant window (notes §3.4).
+            # Convergence time = start of the stagnant window (docs/paper-notes.md §2.4).
             self.converged_at = now if self._window_start is None else self._window_start
             return True
         return False

@@ -7,7 +7,7 @@ into the server's ingress). The network model decides the transfer times
 under contention. Clients really train (through any transport), but the
 server only learns a job's compute duration when its reply arrives, and the
 push start it implies may precede events already queued. Hence the
-conservative rule (ARCHITECTURE.md, "Verified facts"):
+conservative rule (``docs/architecture.md`` §4; measured in §11):
 
     process the next event at virtual time t only if no job whose reply is
     missing could start its push at or before t, i.e. for every such job
