@@ -12,10 +12,11 @@ side, for the general water-filling solver (``fast_path=False``) unless
    :func:`flow_sizes`) for the same client. Reports
    completions/s and wall time per flow-set change (one rate recomputation),
    and the water-filling kernel alone, for fair and fcfs server links.
-2. 1,000 clients x R rounds of BSP (collect 750) and of a 16-group
-   round-robin schedule (each group collects 47 of 62-63), CNN 0.25 MB on
-   paper-ec2, using the timing driver of ``emulation_driver.py``; the wall time
-   of 1,000 rounds is extrapolated linearly from R (printed as such).
+2. 1,000 clients x R rounds of BSP and of FL-R²SP with 16 groups (C = 0.75),
+   CNN 0.25 MB on paper-ec2: the shipped policies through the in-process
+   runner, timing-only (``timing_runs.py``), so the cost includes the policy,
+   the virtual-time loop and the echoing clients, not only the network. The
+   time of 1,000 rounds is extrapolated linearly from R (printed as such).
 
 Times are CPU seconds of this process (``time.process_time``), so that a
 loaded shared host inflates them less than wall time would; the wall time of
@@ -29,8 +30,8 @@ import time
 from collections.abc import Iterator
 
 import numpy as np
+from timing_runs import TimedRun, timed_run, timing_config, warm_up
 
-from emulation_driver import TimingRun
 from fl_r2sp.emulation import get_profile, pull_links, star_network
 from fl_r2sp.emulation.maxmin import link_matrix, waterfill
 
@@ -46,10 +47,14 @@ def flow_sizes(seed: int, block: int = 4096) -> Iterator[float]:
         yield from rng.uniform(1e5, 1e6, block).tolist()
 
 
-def churn(n_flows: int, profile: str, events: int, seed: int = 0, fast: bool = True) -> tuple[float, float]:
+def churn(
+    n_flows: int, profile: str, events: int, seed: int = 0, fast: bool = True
+) -> tuple[float, float]:
     """Return (completions per CPU second, CPU seconds per flow-set change)."""
     sizes = flow_sizes(seed)
-    net = star_network(n_flows, get_profile(profile), record=(), keep_finished=False, fast_path=fast)
+    net = star_network(
+        n_flows, get_profile(profile), record=(), keep_finished=False, fast_path=fast
+    )
     for cid in range(n_flows):
         net.start_flow(0.0, next(sizes), pull_links(cid), tag=cid)
     done_count = changes = 0
@@ -74,7 +79,11 @@ def kernel_cost(n_flows: int, distinct_caps: bool, repeats: int = 200) -> float:
     """
     rng = np.random.default_rng(1)
     mat = link_matrix([[0, 1 + i] for i in range(n_flows)])
-    client = rng.uniform(0.5, 2.0, n_flows) * 8.3e6 / n_flows if distinct_caps else np.full(n_flows, 16.8e6)
+    client = (
+        rng.uniform(0.5, 2.0, n_flows) * 8.3e6 / n_flows
+        if distinct_caps
+        else np.full(n_flows, 16.8e6)
+    )
     cap = np.concatenate(([np.inf, 8.3e6], client))
     t0 = time.process_time()
     for _ in range(repeats):
@@ -82,13 +91,9 @@ def kernel_cost(n_flows: int, distinct_caps: bool, repeats: int = 200) -> float:
     return (time.process_time() - t0) / repeats
 
 
-def long_run(groups: int, rounds: int, fast: bool = True) -> tuple[float, float, int, float]:
-    """(CPU seconds, wall seconds, events, virtual seconds) for 1,000 clients, ``rounds`` rounds."""
-    collect = int(np.ceil(0.75 * 1000 / groups))
-    run = TimingRun(1000, groups, collect, "paper-ec2", 0.25e6, fast_path=fast)
-    t0, w0 = time.process_time(), time.perf_counter()
-    stats = run.run(rounds * groups)
-    return time.process_time() - t0, time.perf_counter() - w0, stats.events, stats.end_time
+def long_run(strategy: str, groups: int, rounds: int, fast: bool = True) -> TimedRun:
+    """Timing-only run of ``strategy`` with 1,000 clients for ``rounds`` rounds per group."""
+    return timed_run(timing_config(strategy, 1000, groups, rounds, "paper-ec2"), fast_path=fast)
 
 
 def main() -> None:
@@ -99,23 +104,38 @@ def main() -> None:
     args = parser.parse_args()
     engines = [("fast", True)] + ([] if args.no_general else [("general", False)])
     print("flow churn: completions per CPU second, CPU us per flow-set change;")
-    print("water-filling kernel alone (general engine): CPU us per call (equal caps / distinct caps)")
+    print(
+        "water-filling kernel alone (general engine): CPU us per call (equal caps / distinct caps)"
+    )
     for n in (10, 100, 1000):
         kernel = kernel_cost(n, False) * 1e6, kernel_cost(n, True) * 1e6
         for profile in ("paper-ec2", "paper-ec2-fcfs"):
             cols = []
             for label, fast in engines:
-                rate, per_change = churn(n, profile, min(args.churn_events, 40 * n + 2000), fast=fast)
+                rate, per_change = churn(
+                    n, profile, min(args.churn_events, 40 * n + 2000), fast=fast
+                )
                 cols.append(f"{label} {rate:8.0f} ev/s {per_change * 1e6:7.1f} us")
-            print(f"  N={n:5d} {profile:15} " + " | ".join(cols) +
-                  f" | kernel {kernel[0]:6.1f} / {kernel[1]:6.1f} us")
-    print(f"1,000 clients, CNN 0.25 MB, paper-ec2; measured {args.rounds} rounds, x{1000 / args.rounds:g}")
-    for name, groups in (("BSP", 1), ("RR-16", 16)):
+            print(
+                f"  N={n:5d} {profile:15} "
+                + " | ".join(cols)
+                + f" | kernel {kernel[0]:6.1f} / {kernel[1]:6.1f} us"
+            )
+    print(
+        f"1,000 clients, CNN 0.25 MB, paper-ec2, shipped policies through the in-process "
+        f"runner; measured {args.rounds} rounds, x{1000 / args.rounds:g}"
+    )
+    warm_up()
+    for name, strategy, groups in (("BSP", "bsp", 1), ("FL-16", "fl-r2sp", 16)):
         for label, fast in engines:
-            cpu, wall, events, virt = long_run(groups, args.rounds, fast)
-            print(f"  {name:6} {label:7} {cpu:7.2f} s CPU ({wall:.2f} s wall) for {args.rounds} rounds: "
-                  f"{events} events, {events / cpu:7.0f} ev/s, {virt:7.1f} virtual s -> 1,000 rounds ~ "
-                  f"{cpu * 1000 / args.rounds / 60:5.2f} CPU min (extrapolated)")
+            r = long_run(strategy, groups, args.rounds, fast)
+            n, virt = r.summary["replies_received"], r.summary["virtual_time_s"]
+            print(
+                f"  {name:6} {label:7} {r.cpu_s:7.2f} s CPU ({r.wall_s:.2f} s wall) for "
+                f"{args.rounds} rounds: {n} client updates, {n / r.cpu_s:6.0f} updates/s, "
+                f"{virt:7.1f} virtual s -> 1,000 rounds ~ "
+                f"{r.cpu_s * 1000 / args.rounds / 60:5.2f} CPU min (extrapolated)"
+            )
 
 
 if __name__ == "__main__":

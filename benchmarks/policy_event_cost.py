@@ -1,9 +1,13 @@
 """Policy decision cost per client update with 1,000 simulated clients.
 
-Runs each policy alone (no Flower, no network) under a tiny virtual-time loop:
-every client trains for an exponential time after each model it receives and
-replies with a random delta. Prints microseconds of policy time per update
-(excluding the loop's own bookkeeping) and the model size.
+Runs each shipped policy, built by the factory from a RunConfig as the runner
+builds it, alone (no Flower, no network) under a tiny virtual-time loop: every
+client trains for an exponential time after each model it receives and replies
+with a random delta. Prints microseconds of policy time per update (excluding
+the loop's own bookkeeping) and the model size. The loop is a stand-in, not the
+runner, so that the time measured is the policy's alone and the deltas are not
+zero: a timing-only run echoes the model, which switches the outlier filter off.
+Whole runs through the runner are timed by ``bench_server.py loop``.
 
     .venv/bin/python benchmarks/policy_event_cost.py [--clients 1000] [--dim 100000]
 """
