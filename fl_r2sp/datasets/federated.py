@@ -77,7 +77,8 @@ def federated_data(
     num_partitions : int, default 32
         N, number of clients.
     partitioner : str, default "paper"
-        ``paper``, ``dirichlet``, ``iid`` or ``speaker`` (see :func:`make_partition`).
+        ``paper``, ``paper-strict``, ``dirichlet``, ``iid`` or ``speaker`` (see
+        :func:`make_partition`).
     alpha, outlier_alpha, outlier_fraction : float, defaults 10.0, 0.1, 0.25
         Partition parameters.
     samples_per_client : int, default 0

@@ -16,6 +16,10 @@ is full). If none of the client's classes have samples left, the shortfall is
 spread proportionally to the remaining pool sizes. Because
 ``num_clients * size <= len(labels)`` is checked first, every client is
 always filled. ``Partition.stats`` reports how often this happened.
+
+``strict=True`` (partitioner ``paper-strict``) conditions the draws on the
+class shares the paper states and reserves the samples they need before
+filling the rest: :mod:`fl_r2sp.datasets.paper_strict`.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ def paper_partition(
     samples_per_client: int = 0,
     seed: int = 0,
     num_classes: int | None = None,
+    strict: bool = False,
 ) -> Partition:
     """Partition ``labels`` the paper's way (see module doc).
 
@@ -77,6 +82,12 @@ def paper_partition(
         Seeds outlier choice, proportions and pool order (same seed, same result).
     num_classes : int or None, default None
         K; ``None`` means ``max(labels) + 1``.
+    strict : bool, default False
+        Enforce the paper's stated shares (outliers: one class over 97%; regular
+        clients: every class at least 7%) with conditioned draws and reserved
+        counts (:mod:`fl_r2sp.datasets.paper_strict`); ``method`` is then
+        ``"paper-strict"`` and the stats keys are ``samples_per_client``,
+        ``partition_redraws``, ``redistributed_samples`` and ``exhausted_classes``.
 
     Returns
     -------
@@ -103,6 +114,8 @@ def paper_partition(
                                   replace=False))
     conc = np.full(num_clients, float(alpha))
     conc[outliers] = outlier_alpha
+    if strict:
+        return _strict(y, k, size, conc, outliers, rng)
     props = np.stack([rng.dirichlet(np.full(k, c)) for c in conc])
     pools = [rng.permutation(np.flatnonzero(y == c)) for c in range(k)]
     taken = np.zeros(k, dtype=np.int64)
@@ -119,3 +132,23 @@ def paper_partition(
              "exhausted_classes": int(np.sum((taken == avail_total) & (avail_total > 0)))}
     return Partition(indices=tuple(indices), outlier_ids=frozenset(int(o) for o in outliers),
                      method="paper", stats=stats, proportions=props)
+
+
+def _strict(y: np.ndarray, k: int, size: int, conc: np.ndarray, outliers: np.ndarray,
+            rng: np.random.Generator) -> Partition:
+    """The ``paper-strict`` partition (:mod:`fl_r2sp.datasets.paper_strict`)."""
+    from .paper_strict import strict_class_counts
+
+    role = np.zeros(len(conc), dtype=bool)
+    role[outliers] = True
+    available = np.bincount(y, minlength=k).astype(np.int64)
+    props, counts, stats = strict_class_counts(conc, role, k, size, available, rng)
+    pools = [rng.permutation(np.flatnonzero(y == c)) for c in range(k)]
+    offsets = np.concatenate([np.zeros((1, k), np.int64), np.cumsum(counts, axis=0)])
+    indices = tuple(
+        np.sort(np.concatenate([pools[c][offsets[i, c] : offsets[i + 1, c]] for c in range(k)]))
+        .astype(np.int64) for i in range(len(conc)))
+    emptied = int(np.sum((offsets[-1] == available) & (available > 0)))
+    return Partition(indices=indices, outlier_ids=frozenset(int(o) for o in outliers),
+                     method="paper-strict", proportions=props,
+                     stats={"samples_per_client": size, **stats, "exhausted_classes": emptied})

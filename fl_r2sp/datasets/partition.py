@@ -1,4 +1,4 @@
-"""Federated partitions of a training set: paper, Dirichlet, IID, by speaker.
+"""Federated partitions of a training set: paper (plain or strict), Dirichlet, IID, by speaker.
 
 Every partitioner is a pure function of its arguments: the same seed gives
 the same partition, bit for bit. :func:`make_partition` dispatches by name
@@ -12,7 +12,7 @@ import numpy as np
 from .paper import paper_partition
 from .partition_base import Partition, as_labels, check_alpha, check_clients, check_fraction
 
-PARTITIONERS = ("paper", "dirichlet", "iid", "speaker")
+PARTITIONERS = ("paper", "paper-strict", "dirichlet", "iid", "speaker")
 
 __all__ = ["PARTITIONERS", "Partition", "dirichlet_partition", "iid_partition",
            "make_partition", "paper_partition", "speaker_partition"]
@@ -140,9 +140,10 @@ def make_partition(method: str, labels: np.ndarray, groups: np.ndarray | None,
     """Dispatch to a partitioner by ``method`` after validating every argument.
 
     ``alpha``, ``outlier_alpha`` and ``outlier_fraction`` are checked for all
-    methods (they come from the run config) though only ``paper`` (all three)
-    and ``dirichlet`` (``alpha``) use them; ``samples_per_client`` is used by
-    ``paper`` and ``iid``. ``dirichlet`` uses ``min_size = min(10, n // N)``.
+    methods (they come from the run config) though only ``paper`` and
+    ``paper-strict`` (all three) and ``dirichlet`` (``alpha``) use them;
+    ``samples_per_client`` is used by ``paper``, ``paper-strict`` and ``iid``.
+    ``dirichlet`` uses ``min_size = min(10, n // N)``.
     ``speaker`` needs ``groups``.
     """
     if method not in PARTITIONERS:
@@ -154,9 +155,10 @@ def make_partition(method: str, labels: np.ndarray, groups: np.ndarray | None,
     check_fraction(outlier_fraction)
     if samples_per_client < 0:
         raise ValueError(f"samples_per_client must be >= 0, got {samples_per_client}")
-    if method == "paper":
+    if method in ("paper", "paper-strict"):
         return paper_partition(y, num_clients, alpha, outlier_alpha, outlier_fraction,
-                               samples_per_client, seed, num_classes)
+                               samples_per_client, seed, num_classes,
+                               strict=method == "paper-strict")
     if method == "dirichlet":
         return dirichlet_partition(y, num_clients, alpha, seed,
                                    min_size=min(10, len(y) // num_clients))

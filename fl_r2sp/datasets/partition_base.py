@@ -18,14 +18,16 @@ class Partition:
         ``indices[i]`` are client ``i``'s row indices (sorted int64); no row
         appears twice across clients.
     outlier_ids : frozenset of int
-        Ground-truth outlier clients (empty unless ``method == "paper"``).
+        Ground-truth outlier clients (empty unless ``method`` is ``"paper"`` or
+        ``"paper-strict"``).
     method : str
-        Partitioner name (``"paper"``, ``"dirichlet"``, ``"iid"``, ``"speaker"``).
+        Partitioner name (``"paper"``, ``"paper-strict"``, ``"dirichlet"``, ``"iid"``,
+        ``"speaker"``).
     stats : Mapping[str, float], default {}
         Method-specific figures, e.g. pool-exhaustion counts of ``"paper"``.
     proportions : np.ndarray or None, default None
         Target class proportions ``(clients, classes)`` where the method draws
-        them per client (``"paper"``).
+        them per client (``"paper"``, ``"paper-strict"``).
     """
 
     indices: tuple[np.ndarray, ...]
@@ -49,6 +51,16 @@ class Partition:
         return np.stack(
             [np.bincount(labels[ix], minlength=num_classes) for ix in self.indices]
         ).astype(np.int64)
+
+    def class_shares(self, labels: np.ndarray, num_classes: int) -> np.ndarray:
+        """Realised ``(top share, smallest share)`` per client, shape ``(clients, 2)``.
+
+        Shares of the client's own rows (an empty client gets ``(0, 0)``).
+        """
+        hist = self.label_histograms(labels, num_classes).astype(np.float64)
+        total = np.maximum(hist.sum(axis=1, keepdims=True), 1.0)
+        shares = hist / total
+        return np.column_stack([shares.max(axis=1), shares.min(axis=1)])
 
 
 def as_labels(labels: np.ndarray) -> np.ndarray:
