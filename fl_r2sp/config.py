@@ -21,7 +21,7 @@ Strategy = Literal["fl-r2sp", "bsp", "asp", "fedasync", "fedbuff", "fedavg"]
 Clock = Literal["virtual", "wall"]
 Dataset = Literal["digits", "cifar10", "kws", "kws-audio"]
 ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "resnet20-a", "lstm"]
-Partitioner = Literal["paper", "dirichlet", "iid", "speaker"]
+Partitioner = Literal["paper", "paper-strict", "dirichlet", "iid", "speaker"]
 Aggregation = Literal["mean", "weighted"]
 CosineReference = Literal["group", "group-loo", "global-change", "global-step"]
 BspSampling = Literal["first-c", "sample"]
@@ -76,7 +76,9 @@ class RunConfig:
     download: bool = _f(False, "Allow torchvision to download CIFAR-10 if files are missing.")
     model: ModelName = _f("auto", "Model; auto = mlp/cnn/lstm by dataset.")
     num_partitions: int = _f(32, "N, number of clients (must match num-supernodes).")
-    partitioner: Partitioner = _f("paper", "paper (outliers), dirichlet, iid or speaker.")
+    partitioner: Partitioner = _f(
+        "paper", "paper (outliers), paper-strict (the paper's stated shares), dirichlet, iid or speaker."
+    )
     alpha: float = _f(10.0, "Dirichlet concentration of regular clients.")
     outlier_alpha: float = _f(0.1, "Dirichlet concentration of outlier clients.")
     outlier_fraction: float = _f(0.25, "Fraction of clients that are outliers, in [0, 1).")
