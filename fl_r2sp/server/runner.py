@@ -223,14 +223,22 @@ def write_run_dir(cfg: RunConfig, out: RunOutput, run_name: str | None = None) -
 
 
 def _write_partition(cfg: RunConfig, directory: Path) -> None:
-    """Per-client label histograms (CSV, and PNG if plots are on) and outlier ids."""
+    """Per-client label histograms, realised top/smallest class shares and outlier ids.
+
+    CSV always, PNG if plots are on. The shares are of the rows the client
+    really holds (what ``paper-strict`` guarantees, and what pool exhaustion
+    may move away from the drawn proportions).
+    """
     from fl_r2sp.clients.runtime import data_for
 
     data = data_for(cfg)
     hist = data.label_histograms()
+    shares = data.partition.class_shares(data.train.y, hist.shape[1])
     outliers = sorted(data.partition.outlier_ids)
-    header = "client,outlier," + ",".join(f"class_{c}" for c in range(hist.shape[1]))
-    rows = [f"{i},{int(i in outliers)}," + ",".join(map(str, h)) for i, h in enumerate(hist)]
+    header = "client,outlier,top_share,min_share," + ",".join(
+        f"class_{c}" for c in range(hist.shape[1]))
+    rows = [f"{i},{int(i in outliers)},{s[0]:.6f},{s[1]:.6f}," + ",".join(map(str, h))
+            for i, (h, s) in enumerate(zip(hist, shares))]
     (directory / "partition.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
     if cfg.plots:
         from fl_r2sp.datasets.plot import plot_label_histograms
