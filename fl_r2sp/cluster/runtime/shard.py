@@ -1,0 +1,188 @@
+"""One parameter server's shard: the parameters it holds and how pushes change them.
+
+Thread-safe: every method takes the shard's lock; the PS's receiver threads (one per worker)
+call :meth:`ShardState.push` and its pull servers call :meth:`ShardState.read`.
+
+Update rule (Algorithm 1, line 5, with linear learning-rate scaling): a push of gradient
+``g`` computed on a batch of ``b`` examples contributes ``(b / b0)·g`` with ``b0`` the initial
+batch size, and the update is ``u = -lr·(b / b0)·g``. With momentum ``mu > 0`` the PS keeps one
+velocity per shard, ``v <- mu·v + (b / b0)·g`` and ``p <- p - lr·v`` (heavy-ball SGD applied
+in arrival order; the paper does not use PS momentum; default 0).
+
+Apply modes (:attr:`fl_r2sp.cluster.policies.base.CoordinatorPolicy.apply_mode`):
+
+* ``"immediate"`` (ASP, SSP, R²SP, SAFA): each push is applied as it arrives;
+* ``"barrier"`` (BSP): the pushes of iteration ``k`` wait until every live worker's is in,
+  then their mean ``(1/N)·sum (b_i/b0)·g_i`` is applied once and :attr:`version` becomes
+  ``k + 1``; a pull that needs version ``k + 1`` waits for it (:meth:`read`).
+
+Staleness of a push: the number of worker updates applied to this shard between the worker's
+latest pull and the push's arrival (its own not counted). Under BSP it is 0.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import torch
+
+from fl_r2sp.cluster.policies.base import ApplyMode
+
+
+class RunAborted(RuntimeError):
+    """The run is ending on an error; waiting pulls are released with this."""
+
+
+class ShardState:
+    """Parameters of one shard and their update bookkeeping.
+
+    Parameters
+    ----------
+    params : torch.Tensor
+        Initial values of the shard (1-D float32; copied).
+    lr : float
+        Learning rate.
+    base_batch : int
+        The initial batch size ``b0`` of the linear LR scaling.
+    momentum : float
+        PS momentum ``mu`` in [0, 1).
+    apply_mode : str
+        "immediate" or "barrier".
+    workers : int
+        Number of workers (all live at the start).
+    track_staleness : bool, default False
+        Keep each push's staleness until :meth:`wait_push` collects it (PS 0 does, for the
+        coordinator's telemetry; other shards only count).
+    """
+
+    def __init__(
+        self,
+        params: torch.Tensor,
+        lr: float,
+        base_batch: int,
+        momentum: float,
+        apply_mode: ApplyMode,
+        workers: int,
+        track_staleness: bool = False,
+    ) -> None:
+        if apply_mode not in ("immediate", "barrier"):
+            raise ValueError(f"unknown apply mode {apply_mode!r}")
+        self.params = params.detach().to(torch.float32).clone().reshape(-1)
+        self.lr, self.base_batch, self.momentum = float(lr), int(base_batch), float(momentum)
+        self.apply_mode = apply_mode
+        self.velocity = torch.zeros_like(self.params) if momentum > 0 else None
+        self.live: set[int] = set(range(workers))
+        self.version = 0  # barrier steps applied (stays 0 in immediate mode)
+        self.applied = 0  # worker updates applied
+        self.pushes: list[int] = [0] * workers  # pushes received per worker
+        self.pull_mark: dict[int, int] = {}
+        self.staleness: dict[tuple[int, int], int] = {}
+        self.track_staleness = track_staleness
+        self.max_staleness = 0
+        self._pending: dict[int, dict[int, torch.Tensor]] = {}  # iteration -> worker -> g
+        self._cond = threading.Condition()
+        self.aborted: str | None = None
+
+    def push(self, worker: int, iteration: int, batch_size: int, grad: torch.Tensor) -> int:
+        """Take worker ``worker``'s gradient of ``iteration``; return its staleness."""
+        scale = batch_size / self.base_batch
+        with self._cond:
+            stale = self.applied - self.pull_mark.get(worker, 0)
+            self.max_staleness = max(self.max_staleness, stale)
+            if self.track_staleness:
+                self.staleness[(worker, iteration)] = stale
+            self.pushes[worker] += 1
+            if self.apply_mode == "immediate":
+                self._step(grad, scale)
+                self.applied += 1
+            else:
+                self._pending.setdefault(iteration, {})[worker] = grad.mul(scale)
+                self._maybe_barrier()
+            self._cond.notify_all()
+            return stale
+
+    def _step(self, grad: torch.Tensor, scale: float) -> None:
+        if self.velocity is None:
+            self.params.add_(grad, alpha=-self.lr * scale)
+        else:
+            self.velocity.mul_(self.momentum).add_(grad, alpha=scale)
+            self.params.add_(self.velocity, alpha=-self.lr)
+
+    def _maybe_barrier(self) -> None:
+        got = self._pending.get(self.version)
+        if not got or not self.live or not self.live <= set(got):
+            return
+        # Sum in worker order so that the result does not depend on arrival order.
+        members = sorted(self.live)
+        total = torch.zeros_like(self.params)
+        for w in members:
+            total.add_(got[w])
+        self._step(total / len(members), 1.0)
+        self.applied += len(members)
+        del self._pending[self.version]
+        self.version += 1
+
+    def read(self, worker: int, min_version: int, out: torch.Tensor, timeout_s: float) -> int:
+        """Copy the parameters into ``out`` once ``version >= min_version``; return the version.
+
+        The copy marks the worker's pull for the staleness count.
+
+        Raises
+        ------
+        RunAborted
+            If the run is aborted while waiting.
+        TimeoutError
+            If the version is not reached within ``timeout_s``.
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self.version < min_version and self.aborted is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"worker {worker} waited {timeout_s:.0f}s for shard version {min_version}"
+                        f" (at {self.version})"
+                    )
+                self._cond.wait(left)
+            if self.aborted is not None and self.version < min_version:
+                raise RunAborted(self.aborted)
+            out.copy_(self.params)
+            self.pull_mark[worker] = self.applied
+            return self.version
+
+    def lose(self, worker: int) -> None:
+        """Drop ``worker``: barriers no longer wait for it."""
+        with self._cond:
+            self.live.discard(worker)
+            if self.apply_mode == "barrier":
+                self._maybe_barrier()
+            self._cond.notify_all()
+
+    def abort(self, reason: str) -> None:
+        """Release every waiting :meth:`read` with :class:`RunAborted`."""
+        with self._cond:
+            if self.aborted is None:
+                self.aborted = reason
+            self._cond.notify_all()
+
+    def snapshot(self) -> torch.Tensor:
+        """A copy of the current parameters."""
+        with self._cond:
+            return self.params.clone()
+
+    def wait_push(self, worker: int, iteration: int, timeout_s: float) -> int | None:
+        """Collect the staleness of ``worker``'s push of ``iteration`` once it has arrived.
+
+        Needs ``track_staleness``. Returns None if it does not arrive within ``timeout_s`` or
+        the worker is lost meanwhile.
+        """
+        key = (worker, iteration)
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while key not in self.staleness:
+                left = deadline - time.monotonic()
+                if left <= 0 or worker not in self.live:
+                    return None
+                self._cond.wait(left)
+            return self.staleness.pop(key)
