@@ -81,8 +81,19 @@ class ClientRuntime:
         return dataset_info(self.cfg.dataset)[1]
 
     def compute_seconds(self, cid: int) -> float:
-        """Modelled compute time of one job: device speed x tau (no delay)."""
+        """Client ``cid``'s compute time without jitter: device speed x tau (no delay).
+
+        A lower bound of every job's :meth:`job_compute_seconds`, which the
+        virtual loop's conservative rule uses.
+        """
         return self.device.seconds_per_iteration(self.cfg.seed, cid) * self.cfg.local_iterations
+
+    def job_compute_seconds(self, cid: int, index: int) -> float:
+        """Modelled compute time of job ``index`` of ``cid``: :meth:`compute_seconds` x jitter.
+
+        Equal to :meth:`compute_seconds` unless the device spec sets ``jitter``.
+        """
+        return self.compute_seconds(cid) * self.device.job_multiplier(self.cfg.seed, cid, index)
 
     def run(self, job: Job, sleep_delay: bool = False) -> Reply:
         """Train ``job.weights`` on partition ``job.cid`` and time it.
@@ -99,7 +110,8 @@ class ClientRuntime:
             # Timing experiments: no SGD, the model is echoed; only the modelled
             # durations (and the transfer sizes) matter.
             reply = Reply(job.cid, job.index, job.tag, job.weights, num_examples=1,
-                          compute_s=self.compute_seconds(job.cid), delay_s=delay)
+                          compute_s=self.job_compute_seconds(job.cid, job.index),
+                          delay_s=delay)
         else:
             reply = self._train(job, delay)
         if sleep_delay and delay > 0:
@@ -123,7 +135,8 @@ class ClientRuntime:
             augment=self.cfg.augment,
         )
         measured = time.perf_counter() - started
-        compute = measured if self.cfg.clock == "wall" else self.compute_seconds(job.cid)
+        compute = (measured if self.cfg.clock == "wall"
+                   else self.job_compute_seconds(job.cid, job.index))
         return Reply(
             cid=job.cid,
             index=job.index,

@@ -11,6 +11,16 @@ Specs (``base`` = the profile's seconds per iteration for the model):
 
 Draws come from ``rng_for(seed, STREAM_DEVICE, cid)``: a client keeps its
 speed for the whole run and it does not depend on how many clients exist.
+
+Every spec also takes ``jitter`` (default 0, off): a per-job slowdown on top
+of the client's speed, ``1 + jitter x E`` with E ~ Exponential(1) drawn from
+``rng_for(seed, STREAM_JITTER, cid, job)``, e.g. ``profile(jitter=0.2)``
+(mean slowdown 1.2, 5% of jobs above 1.6). It models device instability
+(background load, CPU credits running out), which the per-client speed
+alone cannot. It only ever slows a job down, so the per-client speed stays
+a valid lower bound of every job's compute time, which the virtual-time loop's
+conservative rule relies on (``docs/architecture.md`` §4). With ``jitter=0``
+no draw is made and results are bit-identical to a spec without it.
 """
 
 from __future__ import annotations
@@ -20,26 +30,43 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ._spec import Params, parse_spec
-from .rng import STREAM_DEVICE, rng_for
+from .rng import STREAM_DEVICE, STREAM_JITTER, rng_for
 
 
 class DeviceModel(ABC):
-    """Maps ``(seed, client)`` to seconds per local iteration."""
+    """Maps ``(seed, client)`` to seconds per local iteration, and a job to its slowdown.
 
-    def __init__(self, base_seconds_per_iteration: float) -> None:
+    Parameters
+    ----------
+    base_seconds_per_iteration : float
+        The profile's seconds per iteration (> 0).
+    jitter : float, default 0.0
+        Per-job slowdown scale (>= 0; see the module doc); 0 = off.
+    """
+
+    def __init__(self, base_seconds_per_iteration: float, jitter: float = 0.0) -> None:
         if not base_seconds_per_iteration > 0:
             raise ValueError(
                 f"base seconds per iteration must be > 0, got {base_seconds_per_iteration!r}"
             )
+        if not jitter >= 0:
+            raise ValueError(f"device jitter must be >= 0, got {jitter!r}")
         self.base = float(base_seconds_per_iteration)
+        self.jitter = float(jitter)
 
     @abstractmethod
     def multiplier(self, seed: int, cid: int) -> float:
         """Client ``cid``'s slowdown factor relative to the base speed."""
 
     def seconds_per_iteration(self, seed: int, cid: int) -> float:
-        """Seconds one local iteration takes on client ``cid``."""
+        """Seconds one local iteration takes on client ``cid`` (a lower bound of any job's)."""
         return self.base * self.multiplier(seed, cid)
+
+    def job_multiplier(self, seed: int, cid: int, job: int) -> float:
+        """Slowdown of client ``cid``'s job ``job``: ``1 + jitter x E`` (1.0 when off)."""
+        if self.jitter == 0.0:
+            return 1.0
+        return 1.0 + self.jitter * float(rng_for(seed, STREAM_JITTER, cid, job).exponential())
 
 
 class HomogeneousDevices(DeviceModel):
@@ -52,8 +79,9 @@ class HomogeneousDevices(DeviceModel):
 class LogNormalDevices(DeviceModel):
     """Multiplier ``exp(sigma x Z)`` (median 1)."""
 
-    def __init__(self, base_seconds_per_iteration: float, sigma: float = 0.5) -> None:
-        super().__init__(base_seconds_per_iteration)
+    def __init__(self, base_seconds_per_iteration: float, sigma: float = 0.5,
+                 jitter: float = 0.0) -> None:
+        super().__init__(base_seconds_per_iteration, jitter)
         self.sigma = sigma
 
     def multiplier(self, seed: int, cid: int) -> float:
@@ -63,8 +91,9 @@ class LogNormalDevices(DeviceModel):
 class TieredDevices(DeviceModel):
     """Named tiers ``{name: (multiplier, share)}``; the rest is tier ``default`` (x1)."""
 
-    def __init__(self, base_seconds_per_iteration: float, tiers: dict[str, tuple[float, float]]) -> None:
-        super().__init__(base_seconds_per_iteration)
+    def __init__(self, base_seconds_per_iteration: float, tiers: dict[str, tuple[float, float]],
+                 jitter: float = 0.0) -> None:
+        super().__init__(base_seconds_per_iteration, jitter)
         total = sum(share for _, share in tiers.values())
         if total > 1 + 1e-12:
             raise ValueError(f"device tier shares sum to {total:.4g} > 1; lower them")
@@ -110,15 +139,19 @@ def make_device_model(spec: str, base_seconds_per_iteration: float) -> DeviceMod
         Unknown name, bad parameters, or a non-positive base speed.
     """
     name, raw = parse_spec(spec, "device")
+    # ``jitter`` is common to every spec (and cannot be a tier name of ``profiles``).
+    jitter = Params(spec, {k: v for k, v in raw.items() if k == "jitter"}, ("jitter",)).num(
+        "jitter", 0.0, 0.0)
+    raw = {k: v for k, v in raw.items() if k != "jitter"}
     if name in ("profile", "homogeneous"):
         Params(spec, raw, ())
-        return HomogeneousDevices(base_seconds_per_iteration)
+        return HomogeneousDevices(base_seconds_per_iteration, jitter)
     if name == "lognormal":
         sigma = Params(spec, raw, ("sigma",)).num("sigma", 0.5, 0.0)
-        return LogNormalDevices(base_seconds_per_iteration, sigma)
+        return LogNormalDevices(base_seconds_per_iteration, sigma, jitter)
     if name == "profiles":
-        return TieredDevices(base_seconds_per_iteration, _parse_tiers(spec, raw))
+        return TieredDevices(base_seconds_per_iteration, _parse_tiers(spec, raw), jitter)
     raise ValueError(
         f"unknown device model {name!r} in {spec!r}; choose profile, homogeneous, "
-        "lognormal(sigma=...) or profiles(name=multiplier:share,...)"
+        "lognormal(sigma=...) or profiles(name=multiplier:share,...), each with optional jitter=..."
     )

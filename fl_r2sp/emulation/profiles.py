@@ -32,14 +32,22 @@ m5.4xlarge server; Tables II, IV, V). The arithmetic
   measurements.
 
 ``lan`` — no contention (1 TB/s everywhere, fair), same compute as paper-ec2.
+
+A profile name may carry a per-transfer overhead, ``paper-ec2(overhead=0.3)``:
+every pull and push first waits that many seconds without using bandwidth
+(``docs/architecture.md`` §5), e.g. the paper's push floor of about 0.34 s
+(Table V), which suggests a per-call RPC cost. It is a knob for what-if runs
+(Fig. 18), not part of the calibration above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
+
+from ._spec import Params, parse_spec
 
 _PAPER_COMPUTE = MappingProxyType(
     {"cnn": 0.070, "lstm": 0.067, "resnet20": 0.30, "resnet20-a": 0.30, "cnn-fedavg": 0.167,
@@ -109,14 +117,22 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
 
 
 def get_profile(name: str) -> Profile:
-    """Return the profile called ``name``.
+    """Return the profile called ``name``, optionally with an overhead: ``lan(overhead=0.3)``.
 
     Raises
     ------
     ValueError
-        If no such profile exists (the message lists the known names).
+        If no such profile exists (the message lists the known names), or the
+        overhead is not a number >= 0.
     """
+    spec = name
+    if "(" in name:
+        base, raw = parse_spec(name, "network")
+        name = base
+        overhead = Params(spec, raw, ("overhead",)).num("overhead", 0.0, 0.0)
     try:
-        return PROFILES[name]
+        profile = PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown network profile {name!r}; choose one of {sorted(PROFILES)}") from None
+        raise ValueError(f"unknown network profile {name!r}; choose one of {sorted(PROFILES)}"
+                         ", optionally with (overhead=seconds)") from None
+    return profile if spec == name else replace(profile, name=spec, overhead=overhead)

@@ -17,6 +17,7 @@ STREAM_DEVICE = 2
 STREAM_DROPOUT = 3
 STREAM_SELECTION = 4
 STREAM_DATA = 5
+STREAM_JITTER = 6
 
 
 def rng_for(seed: int, *keys: int) -> np.random.Generator:
