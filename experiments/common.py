@@ -7,9 +7,11 @@ Every item script does::
         rec = cached_run(args, "timing", label, seed, strategy="bsp", model="cnn", ...)
 
 :func:`cached_run` is the resume mechanism: a finished run is a JSON file
-under ``<out>/_runs/`` keyed by a hash of its full configuration, so an
-interrupted script skips what it already did, and items that need the same
-run (Table V, Fig. 16, Fig. 17, Fig. 18 at group size 16) share it.
+under ``<out>/_runs/`` keyed by a hash of its configuration and of the code that
+computed it (:mod:`experiments.provenance`), so an interrupted script skips
+what it already did, items that need the same run (Table V, Fig. 16, Fig. 17,
+Fig. 18 at group size 16) share it, and a run of older code is reused only
+when asked (``--reuse-runs any`` or ``FL_R2SP_REUSE_RUNS=any``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments import provenance
 from experiments.conf import DATASET_OF, DEFAULT_SEEDS, META_KEYS, SCALES, scale_settings
 
 #: Strategies whose global updates are group applications (rounds x M updates).
@@ -46,6 +49,7 @@ class Args:
     out: Path
     only_models: tuple[str, ...] = ()
     skip_training: bool = False
+    reuse: str = "current"
 
     @property
     def item_dir(self) -> Path:
@@ -67,6 +71,9 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
                         help="comma-separated subset of the scale's models (default: all)")
     parser.add_argument("--skip-training", action="store_true",
                         help="start no real-training run: use the cached ones, leave out the rest")
+    parser.add_argument("--reuse-runs", choices=provenance.REUSE_MODES, default=None,
+                        help="current: only runs of the current code (default, or "
+                             f"${provenance.REUSE_ENV}); any: else the newest of any code")
     ns = parser.parse_args(argv)
     try:
         seeds = tuple(int(s) for s in ns.seeds.split(",") if s.strip())
@@ -75,7 +82,8 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
     if not seeds:
         parser.error("--seeds needs at least one seed")
     only = tuple(m for m in ns.models.split(",") if m.strip())
-    return Args(item, ns.scale, seeds, Path(ns.out), only, ns.skip_training)
+    return Args(item, ns.scale, seeds, Path(ns.out), only, ns.skip_training,
+                provenance.reuse_mode(ns.reuse_runs))
 
 
 def say(msg: str) -> None:
@@ -161,17 +169,22 @@ def config_key(cfg: Any) -> str:
 
 
 def rekey_runs(out: Path) -> int:
-    """Rename cached runs whose file key differs from :func:`config_key` of their config.
+    """Rename cached runs whose file key differs from the key of their config and code.
 
-    For caches written under an older key scheme; returns how many runs moved.
+    For caches written under an older key scheme (the key is
+    :func:`provenance.run_key` of :func:`config_key` and the record's code
+    version); returns how many runs moved.
     """
     moved = 0
     for path in sorted((out / "_runs").glob("*.json")):
         rec = json.loads(path.read_text())
-        key = config_key(rec["config"])
+        ckey = config_key(rec["config"])
+        key = provenance.run_key(ckey, rec.get("code_version"))
         if rec.get("key") == key:
             continue
         rec["key"] = key
+        if "code_version" in rec:
+            rec["config_key"] = ckey
         stem = f"{rec['label']}-s{rec['seed']}-{key}"
         for suffix in (".jobs.json.gz", ".records.json.gz", ".traces.npz"):
             old = path.with_suffix(suffix)
@@ -193,13 +206,20 @@ def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool
     (default False) a missing run is not started and None is returned.
     """
     cfg = build_config(family, args.scale, seed, **diff)
-    key = config_key(cfg)
+    ckey = config_key(cfg)
     runs = args.out / "_runs"
+    key = provenance.run_key(ckey, provenance.code_version())
     path = runs / f"{label}-s{seed}-{key}.json"
-    # Timing runs are re-summarised from their records, so a cache without them is stale.
-    if path.exists() and (family != "timing" or path.with_suffix(".records.json.gz").exists()):
-        say(f"{args.item}: {label} seed {seed}: cached ({path.name})")
-        return json.loads(path.read_text())
+    found = path if _usable(path, family) else None
+    if found is None and args.reuse == "any":
+        older = provenance.older_run(runs, label, seed, ckey)
+        found = older if older is not None and _usable(older, family) else None
+    if found is not None:
+        rec = json.loads(found.read_text())
+        provenance.note_used(rec)
+        say(f"{args.item}: {label} seed {seed}: cached ({found.name}, code "
+            f"{rec.get('code_version', provenance.UNVERSIONED)})")
+        return rec
     if cached_only:
         return None
     from fl_r2sp.server.runner import run
@@ -214,13 +234,20 @@ def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool
             json.dump(rows, fh, default=_plain)
     np.savez_compressed(path.with_suffix(".traces.npz"),
                         **{f"{k}__{i}": a for k, pair in out.traces.items() for i, a in enumerate(pair)})
-    rec = {"label": label, "key": key, "seed": seed, "config": cfg.to_run_config(),
-           "summary": out.summary, "history": out.history}
+    rec = provenance.stamp({"label": label, "key": key, "seed": seed,
+                            "config": cfg.to_run_config(), "summary": out.summary,
+                            "history": out.history}, ckey, time.perf_counter() - started)
+    provenance.note_used(rec)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(rec, default=_plain))
     tmp.replace(path)  # atomic: an interrupted run leaves no half-written result
     say(f"{args.item}: {label} seed {seed}: done in {time.perf_counter() - started:.0f} s")
     return rec
+
+
+def _usable(path: Path, family: str) -> bool:
+    # Timing runs are re-summarised from their records, so a cache without them is stale.
+    return path.exists() and (family != "timing" or path.with_suffix(".records.json.gz").exists())
 
 
 def _runs_file(args: Args, rec: Mapping[str, Any], suffix: str) -> Path:
@@ -309,6 +336,7 @@ def finish(args: Args, rows: Sequence[Mapping[str, Any]], table: Sequence[Mappin
     write_json(args.item_dir / "summary.json", {"item": args.item, "scale": args.scale,
                                                 "seeds": list(args.seeds), "table": table,
                                                 **(extra or {})})
+    provenance.write_provenance(args.item_dir)  # kept apart: summary.json stays code-independent
     say(f"{args.item}: wrote {args.item_dir}/summary.csv")
     for row in table:
         print("  " + ", ".join(f"{k}={_cell(v)}" for k, v in row.items()), file=sys.stdout)

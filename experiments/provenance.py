@@ -1,0 +1,167 @@
+"""Which code computed a cached run, and whether a run of older code may be reused.
+
+A cached run (``<out>/_runs/<label>-s<seed>-<key>.json``) is keyed by its
+configuration *and* the code that computed it:
+
+* :func:`code_version` hashes the engine's sources, ``fl_r2sp/**/*.py``
+  without ``fl_r2sp/cluster/`` (the FL runs never import the cluster mode),
+  each normalised by :mod:`ast` (comments, formatting and docstrings do not
+  count), together with :data:`RUN_SCHEMA`; any other change to the engine
+  gives a new version, so a result computed before a behaviour change is
+  never reused silently;
+* :func:`run_key` mixes it into the configuration key.
+
+Rerunning everything after each change is expensive (real-training runs take
+minutes to an hour), so older runs can be reused *explicitly*:
+``FL_R2SP_REUSE_RUNS=any`` (or an item script's ``--reuse-runs any``) takes,
+when no run of the current code exists, the newest run of the same
+configuration computed by any code, including runs cached before versions
+were recorded (code ``unversioned``). Every item writes the code versions
+its runs came from to ``<out>/<item>/provenance.json``, which the report
+prints, so a reused run is always visible.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+#: Bump when the cached record's layout or meaning changes without a code change.
+RUN_SCHEMA = 2
+#: Environment variable choosing which cached runs may be reused.
+REUSE_ENV = "FL_R2SP_REUSE_RUNS"
+#: Reuse modes: only runs of the current code, or any code's as a fallback.
+REUSE_MODES = ("current", "any")
+#: Code version of runs cached before versions were recorded.
+UNVERSIONED = "unversioned"
+
+_ENGINE = Path(__file__).resolve().parent.parent / "fl_r2sp"
+_SKIP = ("cluster",)
+
+
+def _normalised(source: str) -> str:
+    """The AST of ``source`` without docstrings, as text (comments and layout drop out)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False)
+
+
+@lru_cache(maxsize=4)
+def code_version(root: Path = _ENGINE) -> str:
+    """10-hex version of the engine sources under ``root`` (default: the ``fl_r2sp`` package)."""
+    h = hashlib.sha256(f"schema {RUN_SCHEMA}\n".encode())
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in _SKIP:
+            continue
+        h.update(f"{rel.as_posix()}\n".encode())
+        h.update(_normalised(path.read_text()).encode())
+    return h.hexdigest()[:10]
+
+
+def run_key(config_key: str, code: str | None) -> str:
+    """File key of a run: the config key alone for unversioned runs, else mixed with ``code``."""
+    if code is None or code == UNVERSIONED:
+        return config_key
+    return hashlib.sha256(f"{config_key}:{code}".encode()).hexdigest()[:12]
+
+
+def reuse_mode(flag: str | None = None) -> str:
+    """The reuse mode: ``flag`` if given, else ``$FL_R2SP_REUSE_RUNS``, else ``current``."""
+    mode = flag or os.environ.get(REUSE_ENV) or "current"
+    if mode not in REUSE_MODES:
+        raise ValueError(f"{REUSE_ENV}={mode!r} is not one of {', '.join(REUSE_MODES)}")
+    return mode
+
+
+def older_run(runs: Path, label: str, seed: int, config_key: str) -> Path | None:
+    """Newest cached run of ``label``/``seed`` with this config key, computed by any code."""
+    found: list[tuple[float, Path]] = []
+    for path in runs.glob(f"{label}-s{seed}-*.json"):
+        if path.name.count(".") != 1:  # jobs/records side files
+            continue
+        rec = json.loads(path.read_text())
+        if rec.get("config_key", rec.get("key")) == config_key and rec.get("label") == label:
+            found.append((float(rec.get("computed_at_unix", 0.0)), path))
+    return max(found)[1] if found else None
+
+
+def stamp(rec: dict[str, Any], config_key: str, seconds: float) -> dict[str, Any]:
+    """``rec`` with its provenance fields: config key, code version, schema, when, how long."""
+    rec.update(
+        config_key=config_key,
+        code_version=code_version(),
+        schema=RUN_SCHEMA,
+        computed_at=time.strftime("%Y-%m-%d %H:%M"),
+        computed_at_unix=time.time(),
+        run_seconds=seconds,
+    )
+    return rec
+
+
+#: Runs an item script used, in order: what :func:`write_provenance` reports.
+_USED: list[dict[str, Any]] = []
+
+
+def note_used(rec: dict[str, Any]) -> None:
+    """Remember that the running item used cached or fresh run ``rec``."""
+    code = rec.get("code_version", UNVERSIONED)
+    _USED.append(
+        {
+            "label": rec["label"],
+            "seed": rec["seed"],
+            "code_version": code,
+            "current": code == code_version(),
+            "computed_at": rec.get("computed_at"),
+            "run_seconds": rec.get("run_seconds"),
+        }
+    )
+
+
+def write_provenance(item_dir: Path) -> Path:
+    """Write ``provenance.json``: the current code version and each used run's."""
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in _USED:
+        seen[(row["label"], row["seed"])] = row
+    path = item_dir / "provenance.json"
+    path.write_text(
+        json.dumps(
+            {
+                "code_version": code_version(),
+                "schema": RUN_SCHEMA,
+                "runs": sorted(seen.values(), key=lambda r: (r["label"], r["seed"])),
+            },
+            indent=2,
+        )
+    )
+    return path
+
+
+def summarise(provenance: dict[str, Any]) -> str:
+    """One sentence: how many runs each code version computed (current one marked)."""
+    counts: dict[str, int] = {}
+    for row in provenance.get("runs", []):
+        counts[row["code_version"]] = counts.get(row["code_version"], 0) + 1
+    if not counts:
+        return "No cached runs."
+    now = provenance.get("code_version")
+    parts = [
+        f"{n} by code `{code}`" + (" (the item's code)" if code == now else " (older code, reused)")
+        for code, n in sorted(counts.items(), key=lambda kv: (kv[0] != now, kv[0]))
+    ]
+    return "Runs: " + "; ".join(parts) + "."
