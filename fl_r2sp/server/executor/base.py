@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import resource
+from pathlib import Path
 from typing import Protocol
 
 from fl_r2sp.protocol import Job, Reply
@@ -64,7 +65,19 @@ def error_reply(job: Job, exc: BaseException) -> Reply:
 
 
 def self_peak_rss_kb() -> int:
-    """Peak resident set size of this process in KiB (Linux ``ru_maxrss``)."""
+    """Peak resident set size of this process in KiB.
+
+    Linux's ``VmHWM`` (this address space's own high-water mark) where it
+    exists: ``ru_maxrss`` survives ``exec``, so a process started by a big
+    parent would report the parent's peak. Pages shared with a forking
+    parent (torch's, in forkserver workers) count in full, as in any RSS.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 

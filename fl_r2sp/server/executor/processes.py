@@ -54,6 +54,7 @@ def _worker_main(
     except BaseException:
         results.put(("fatal", wid, traceback.format_exc()))
         return
+    results.put(("ready", wid, None, self_peak_rss_kb()))
     sleep = cfg.clock == "wall"
     while True:
         try:
@@ -78,8 +79,11 @@ def _start_context(method: str | None) -> Any:
         raise ValueError(f"start method {method!r}: use 'forkserver' or 'spawn', never 'fork'")
     ctx = mp.get_context(method)
     if method == "forkserver":
-        # Workers fork from a server that has imported torch and the runtime once.
-        ctx.set_forkserver_preload(["fl_r2sp.server.executor.processes", "fl_r2sp.clients.runtime"])
+        # Workers fork from a server that imported torch and the runtime once;
+        # torch.optim imports torch._dynamo (~900 modules, seconds) on first use.
+        ctx.set_forkserver_preload(
+            ["fl_r2sp.server.executor.processes", "fl_r2sp.clients.runtime", "torch._dynamo"]
+        )
     return ctx
 
 
@@ -106,6 +110,8 @@ class ProcessExecutor:
         self._procs: list[BaseProcess] = []
         self._outstanding: dict[tuple[int, int], Job] = {}
         self._rss: dict[str, int] = {}
+        self._ready: set[int] = set()
+        self._early: list[Reply] = []  # replies that arrived during wait_ready
         self._closed = False
         for wid in range(workers):
             proc = ctx.Process(
@@ -122,6 +128,24 @@ class ProcessExecutor:
         """Process ids of the workers, in worker order."""
         return [int(p.pid or 0) for p in self._procs]
 
+    def wait_ready(self, timeout: float = 300.0) -> None:
+        """Block until every worker has built its runtime and loaded the data.
+
+        Not needed for correctness (jobs queue up meanwhile); it separates the
+        start-up cost from the training time and surfaces start-up errors early.
+        Raises :class:`ExecutorError` after ``timeout`` s.
+        """
+        deadline = time.monotonic() + timeout
+        while len(self._ready) < len(self._procs):
+            if time.monotonic() > deadline:
+                raise ExecutorError(f"executor workers not ready after {timeout:g} s")
+            try:
+                msg = self._results.get(timeout=POLL_SLICE_S)
+            except queue.Empty:
+                self._check_alive()
+                continue
+            self._handle(msg, self._early)
+
     def submit(self, job: Job) -> None:
         """Queue ``job`` for the next free worker (returns at once)."""
         if self._closed:
@@ -133,7 +157,7 @@ class ProcessExecutor:
     def collect(self, timeout: float) -> list[Reply]:
         """Replies finished so far; if none, wait up to ``timeout`` s for one."""
         deadline = time.monotonic() + max(0.0, timeout)
-        replies = self._drain()
+        replies, self._early = self._early + self._drain(), []
         while not replies and self._outstanding:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -160,8 +184,11 @@ class ProcessExecutor:
         if msg[0] == "fatal":
             self.close()
             raise ExecutorError(f"executor worker {msg[1]} failed to start:\n{msg[2]}")
-        _, wid, reply, rss = msg
+        kind, wid, reply, rss = msg
         self._rss[f"worker-{wid}"] = max(self._rss.get(f"worker-{wid}", 0), int(rss))
+        if kind == "ready":
+            self._ready.add(wid)
+            return
         # A cancelled job's reply is dropped: the loop already wrote it off.
         if self._outstanding.pop((reply.cid, reply.index), None) is not None:
             replies.append(reply)

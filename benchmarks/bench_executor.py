@@ -1,0 +1,277 @@
+"""Client-job executors against the physical limit: one federated round, samples/s.
+
+One round = every one of ``--clients`` clients trains one job of tau
+``--iterations`` SGD steps of batch ``--batch-size`` on its partition of
+CIFAR-10 (the paper's mixed-alpha partition; synthetic CIFAR-shaped data if
+the real files are absent), all released at once, as BSP releases them. Each
+executor the runner ships (``make_executor``) computes the round; printed
+side by side with:
+
+* the physical limit: the same number of samples as one model trained with
+  batch ``--limit-batch`` on ``--limit-threads`` threads (``train_local``);
+* each executor's samples/s and its time as a multiple of the limit's (goal
+  on CPU: <= 1.3x), the start-up cost (worker processes, data on device)
+  apart;
+* the largest weight difference from the serial replies (processes: 0;
+  batched: the float tolerance), next to the difference a one-ulp nudge of
+  the start weights causes in serial training (the scale of rounding noise);
+* peak resident memory (main process + workers) for ``--memory-clients``
+  clients, each measured in a fresh process with tau ``--memory-iterations``.
+
+Run::
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py           # ~3 min, 2 cores
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py --full    # tau = 100
+
+Timings on a shared machine are noisy: the load average is printed; compare
+rows of one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from fl_r2sp.clients.runtime import ClientRuntime, data_for, runtime_for  # noqa: E402
+from fl_r2sp.config import RunConfig  # noqa: E402
+from fl_r2sp.datasets import shared_data_dir  # noqa: E402
+from fl_r2sp.models import build_model  # noqa: E402
+from fl_r2sp.protocol import Job, Reply  # noqa: E402
+from fl_r2sp.server.evaluation import initial_weights  # noqa: E402
+from fl_r2sp.server.executor import make_executor  # noqa: E402
+from fl_r2sp.training import batch_schedule, random_crop_flip, set_torch_threads  # noqa: E402
+
+BACKENDS = ("serial", "processes", "batched")
+
+
+def data_dir(choice: str, clients: int) -> str:
+    """CIFAR-10 beside the checkout, else a synthetic CIFAR-shaped archive (own cache)."""
+    found = shared_data_dir()
+    if choice != "synthetic" and found is not None and (found / "cifar10").is_dir():
+        return str(found)
+    if choice == "cifar10":
+        raise SystemExit("--data cifar10: no ../shared/data/cifar10 beside this checkout")
+    from fl_r2sp.datasets.synthetic import write_cifar_npz
+
+    root = Path(tempfile.mkdtemp(prefix="bench-executor-"))
+    atexit.register(shutil.rmtree, root, True)
+    os.environ["FL_R2SP_CACHE"] = str(root / "cache")  # keep the user cache clean
+    for split, n in (("train", max(50 * clients, 6400)), ("test", 100)):
+        write_cifar_npz(root, split, n=n, seed=0)
+    return str(root)
+
+
+def round_cfg(args: argparse.Namespace, executor: str, clients: int, tau: int) -> RunConfig:
+    """The benchmark round's configuration (CNN, the paper's partition, lr 0.01)."""
+    return RunConfig(
+        dataset="cifar10",
+        data_dir=args.data_dir,
+        model=args.model,
+        num_partitions=clients,
+        num_groups=1,
+        local_iterations=tau,
+        batch_size=args.batch_size,
+        lr=0.01,
+        augment=args.augment,
+        executor=executor,
+        executor_workers=args.workers,
+        executor_stack=args.stack,
+        compute_device=args.device,
+        max_updates=1,
+        plots=False,
+    )
+
+
+def limit_rate(args: argparse.Namespace, cfg: RunConfig, samples: int) -> float:
+    """Samples/s of one model on the same sample count in batches of --limit-batch.
+
+    The loop is ``train_local``'s step for step (batch cut, optional crop and
+    flip, forward, backward, SGD step) without its one-off input checks.
+    """
+    train = data_for(cfg).train
+    x, y = torch.from_numpy(train.x), torch.from_numpy(train.y)
+    steps = max(1, samples // args.limit_batch)
+    previous = set_torch_threads(args.limit_threads)
+    try:
+        model = build_model(args.model, seed=0)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        gen = torch.Generator().manual_seed(0)
+        batches = list(batch_schedule(len(x), args.limit_batch, steps + 2, gen))
+        for k, idx in enumerate(batches):
+            if k == 2:  # two warm-up steps
+                start = time.perf_counter()
+            xb = random_crop_flip(x[idx], gen) if args.augment else x[idx]
+            loss = F.cross_entropy(model(xb), y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        return steps * args.limit_batch / (time.perf_counter() - start)
+    finally:
+        set_torch_threads(previous)
+
+
+def run_round(cfg: RunConfig) -> tuple[dict[int, Reply], float, float, dict[str, int]]:
+    """(replies by client, start-up s, round s, peak RSS KiB) of one executor."""
+    runtime: ClientRuntime = runtime_for(cfg)
+    weights = initial_weights(cfg)
+    started = time.perf_counter()
+    ex = make_executor(cfg, runtime)
+    wait_ready = getattr(ex, "wait_ready", None)
+    if wait_ready is not None:
+        wait_ready()
+    ready = time.perf_counter()
+    replies: dict[int, Reply] = {}
+    try:
+        for cid in range(cfg.num_partitions):
+            ex.submit(Job(cid=cid, index=0, tag=0, weights=weights))
+        while ex.outstanding():
+            for reply in ex.collect(timeout=10.0):
+                if not reply.ok:
+                    raise RuntimeError(f"client {reply.cid}: {reply.error}")
+                replies[reply.cid] = reply
+        done = time.perf_counter()
+        rss = ex.peak_rss_kb()
+    finally:
+        ex.close()
+    return replies, ready - started, done - ready, rss
+
+
+def ulp_noise(cfg: RunConfig, cids: list[int]) -> float:
+    """Largest weight change one ulp on the start weights causes in serial jobs."""
+    runtime = runtime_for(cfg)
+    w = initial_weights(cfg)
+    nudged = np.nextafter(w, np.float32(np.inf)).astype(np.float32)
+    worst = 0.0
+    for cid in cids:
+        a = runtime.run(Job(cid, 0, 0, w)).weights
+        b = runtime.run(Job(cid, 0, 0, nudged)).weights
+        assert a is not None and b is not None
+        worst = max(worst, float(np.abs(a - b).max()))
+    return worst
+
+
+def timing_table(args: argparse.Namespace) -> None:
+    samples = args.clients * args.iterations * args.batch_size
+    cfg0 = round_cfg(args, "serial", args.clients, args.iterations)
+    data_for(cfg0)  # load (and cache) before anything is timed
+    limit = limit_rate(args, cfg0, samples)
+    print(
+        f"\nround: {args.clients} clients x tau {args.iterations} x batch {args.batch_size} = "
+        f"{samples:,} samples, model {args.model}, augment {args.augment}"
+    )
+    head = f"{'':<28} {'samples/s':>10} {'x limit':>8} {'round s':>8} {'start s':>8} {'max|dw|':>9}"
+    print(head + "\n" + "-" * len(head))
+    print(
+        f"{f'limit (batch {args.limit_batch}, {args.limit_threads} thr)':<28} "
+        f"{limit:>10.0f} {1.0:>8.2f} {samples / limit:>8.1f}"
+    )
+    ref: dict[int, Reply] | None = None
+    for name in args.backends:
+        replies, startup, secs, _ = run_round(round_cfg(args, name, args.clients, args.iterations))
+        rate = samples / secs
+        if name == "serial":
+            ref = replies
+        diff = "" if ref is None else f"{max_diff(ref, replies):>9.2g}"
+        label = {"processes": f"processes ({len(_workers(args))} workers)"}.get(name, name)
+        print(f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {secs:>8.1f} {startup:>8.1f} {diff}")
+    if ref is not None and "batched" in args.backends:
+        noise = ulp_noise(cfg0, [0, 1])
+        print(f"{'serial, start nudged 1 ulp':<28} {'':>10} {'':>8} {'':>8} {'':>8} {noise:>9.2g}")
+
+
+def _workers(args: argparse.Namespace) -> range:
+    from fl_r2sp.server.executor import resolve_workers
+
+    return range(resolve_workers(args.workers))
+
+
+def max_diff(ref: dict[int, Reply], other: dict[int, Reply]) -> float:
+    """Largest |weight difference| over all clients' replies."""
+    return max(float(np.abs(other[c].weights - ref[c].weights).max()) for c in ref)  # type: ignore[operator]
+
+
+def memory_table(args: argparse.Namespace) -> None:
+    print(f"\npeak resident memory, MiB (fresh process each, tau {args.memory_iterations}):")
+    head = f"{'executor':<10} {'clients':>7} {'main':>7} {'workers':>17} {'total':>7}"
+    print(head + "\n" + "-" * len(head))
+    for name in args.backends:
+        for clients in args.memory_clients:
+            cmd = [sys.executable, __file__, "--measure-memory", name, str(clients), *sys.argv[1:]]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=True)
+            rss = json.loads(out.stdout.strip().splitlines()[-1])
+            workers = [v / 1024 for k, v in rss.items() if k.startswith("worker")]
+            shown = " + ".join(f"{w:.0f}" for w in workers) or "-"
+            total = rss["main"] / 1024 + sum(workers)
+            print(f"{name:<10} {clients:>7} {rss['main'] / 1024:>7.0f} {shown:>17} {total:>7.0f}")
+
+
+def measure_memory(args: argparse.Namespace, name: str, clients: int) -> None:
+    """Child mode: run one round and print the peak RSS dict as JSON."""
+    _, _, _, rss = run_round(round_cfg(args, name, clients, args.memory_iterations))
+    print(json.dumps(rss))
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--clients", type=int, default=128)
+    p.add_argument("--iterations", type=int, default=20, help="tau (the paper's: 100, --full)")
+    p.add_argument("--full", action="store_true", help="tau = 100, the paper's round")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--model", default="cnn")
+    p.add_argument("--augment", action="store_true", help="random crop + flip")
+    p.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    p.add_argument("--workers", type=int, default=0, help="executor-workers (0 = per core)")
+    p.add_argument("--stack", type=int, default=0, help="executor-stack (0 = auto)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        choices=("auto", "cpu", "cuda"),
+        help="compute-device of the batched executor",
+    )
+    p.add_argument("--limit-batch", type=int, default=512)
+    p.add_argument("--limit-threads", type=int, default=2)
+    p.add_argument("--memory-clients", type=int, nargs="*", default=[128, 1000])
+    p.add_argument("--memory-iterations", type=int, default=2)
+    p.add_argument("--data", default="auto", choices=("auto", "cifar10", "synthetic"))
+    p.add_argument(
+        "--measure-memory", nargs=2, metavar=("EXECUTOR", "CLIENTS"), help=argparse.SUPPRESS
+    )
+    args = p.parse_args(argv)
+    if args.full:
+        args.iterations = 100
+    return args
+
+
+def main() -> None:
+    args = parse()
+    args.data_dir = data_dir(args.data, max([args.clients, *args.memory_clients]))
+    if args.measure_memory:
+        measure_memory(args, args.measure_memory[0], int(args.measure_memory[1]))
+        return
+    set_torch_threads(1)
+    print(
+        f"load average before: {os.getloadavg()[0]:.2f}, cores: {os.cpu_count()}, "
+        f"data: {args.data_dir}"
+    )
+    timing_table(args)
+    if args.memory_clients:
+        memory_table(args)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
