@@ -16,17 +16,17 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the cluster mode from the command line; return the exit status."""
-    from fl_r2sp.cluster.runtime.cli import config_from_args
+    from fl_r2sp.cluster.runtime.cli import parse
     from fl_r2sp.cluster.runtime.launcher import ClusterRunError, launch
 
-    cfg = config_from_args(argv)
+    cfg, ns = parse(argv)
     print(
         f"[cluster] {cfg.scheme.scheme}: {cfg.servers} PS + {cfg.workers} workers, "
         f"{cfg.model} on {cfg.dataset}, {cfg.max_iterations} iterations per worker",
         flush=True,
     )
     try:
-        summary = launch(cfg)
+        summary = launch(cfg, start_method=ns.launch_method)
     except ClusterRunError as exc:
         if exc.summary is not None:
             print(json.dumps(exc.summary, indent=2, default=str))

@@ -125,6 +125,9 @@ def build_parser(prog: str = "python -m fl_r2sp.cluster") -> argparse.ArgumentPa
         help=f"seconds between progress lines (0 = quiet) [{d.progress_s:.0f}]",
     )
     a("--no-plots", action="store_true", help="do not draw gantt.png / gaps.png")
+    a("--launch-method", choices=("forkserver", "spawn"), default="forkserver",
+      help="how python -m fl_r2sp.cluster starts rank processes (forkserver imports torch once; "
+           "ignored under torchrun) [forkserver]")  # fmt: skip
     return p
 
 
@@ -149,12 +152,20 @@ def config_from_namespace(ns: argparse.Namespace) -> ClusterConfig:
     )  # fmt: skip
 
 
-def config_from_args(argv: Sequence[str] | None = None) -> ClusterConfig:
-    """Parse ``argv`` into a validated :class:`ClusterConfig` (exit 2 with a message if bad)."""
+def parse(argv: Sequence[str] | None = None) -> tuple[ClusterConfig, argparse.Namespace]:
+    """Parse ``argv`` into a validated :class:`ClusterConfig` and the raw flags.
+
+    Exits with status 2 and a message naming the problem if a flag is bad.
+    """
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:
-        return config_from_namespace(ns).validate()
+        return config_from_namespace(ns).validate(), ns
     except (ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
         raise  # unreachable: parser.error exits
+
+
+def config_from_args(argv: Sequence[str] | None = None) -> ClusterConfig:
+    """Parse ``argv`` into a validated :class:`ClusterConfig` (exit 2 with a message if bad)."""
+    return parse(argv)[0]
