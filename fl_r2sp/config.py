@@ -17,16 +17,26 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
-Strategy = Literal["fl-r2sp", "bsp", "asp", "fedasync", "fedbuff", "fedavg"]
+from fl_r2sp.strategies.aggregation import AggregationKind
+from fl_r2sp.strategies.params import (
+    BSP_SAMPLING,
+    MAX_FAILURES,
+    AspMixingKind,
+    AsyncParams,
+    BspSamplingKind,
+    GroupParams,
+    OutlierParams,
+    SchemeParams,
+    scheme_defaults,
+)
+from fl_r2sp.strategies.registry import SCHEMES
+from fl_r2sp.strategies.scoring import CosineReferenceKind
+from fl_r2sp.strategies.staleness import StalenessKind
+
 Clock = Literal["virtual", "wall"]
 Dataset = Literal["digits", "cifar10", "kws", "kws-audio"]
 ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "resnet20-a", "lstm"]
 Partitioner = Literal["paper", "paper-strict", "dirichlet", "iid", "speaker"]
-Aggregation = Literal["mean", "weighted"]
-CosineReference = Literal["group", "group-loo", "global-change", "global-step"]
-BspSampling = Literal["first-c", "sample"]
-AspMixing = Literal["average", "fedasync"]
-Staleness = Literal["constant", "polynomial", "hinge"]
 Executor = Literal["serial", "processes", "batched"]
 ComputeDevice = Literal["auto", "cpu", "cuda"]
 
@@ -35,41 +45,78 @@ def _f(default: Any, doc: str) -> Any:
     return field(default=default, metadata={"doc": doc})
 
 
+# The scheme knobs' defaults are the parameter records' (fl_r2sp.strategies.params):
+# written there once, read here, and built back into records by scheme_params().
+_GROUP, _OUTLIERS, _ASYNC = GroupParams(), OutlierParams(), AsyncParams()
+_SCHEME_KEYS = frozenset(scheme_defaults())
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """All knobs of a run (defaults are the paper's where it states one)."""
 
     # --- scheme ---------------------------------------------------------------
-    strategy: Strategy = _f(
-        "fl-r2sp", "Scheme: fl-r2sp, bsp, asp, fedasync, fedbuff, or fedavg (Flower's stock FedAvg)."
+    strategy: str = _f(
+        "fl-r2sp", "Scheme: " + ", ".join(SCHEMES) + " (fl_r2sp.strategies.registry.SCHEMES)."
     )
     clock: Clock = _f("virtual", "virtual (emulated time, deterministic) or wall (real time).")
     seed: int = _f(0, "Seed of every random choice (partitions, init, delays, SGD).")
-    num_groups: int = _f(4, "M, number of FL-R²SP groups (client i -> group i % M).")
-    group_size: int = _f(0, "Clients per group; if > 0 it overrides num-groups (M = N / size).")
-    fraction: float = _f(0.75, "C: a round aggregates the first ceil(C * active members).")
-    gap_factor: float = _f(1.0, "r: next group may apply r*T/M after the last application.")
-    ema_weight: float = _f(0.1, "Weight of the latest group round time in the EMA of T.")
-    initial_round_time: float = _f(0.0, "T before any group has reported (0 = no gap).")
-    strict_order: bool = _f(True, "Groups apply in fixed order (paper); false = skip if not ready.")
-    aggregation: Aggregation = _f("mean", "Intra-group mean: unweighted (paper) or weighted.")
-    outlier_filter: bool = _f(True, "Blacklist clients whose deltas point away from the group's.")
-    cosine_threshold: float = _f(0.5, "beta: a score below this counts as an outlier round.")
-    outlier_rounds: int = _f(3, "Consecutive low-scored rounds before blacklisting.")
-    cosine_reference: CosineReference = _f("group", "Reference delta for the cosine score.")
-    outlier_warmup: int = _f(0, "Group rounds not scored at the start (paper: 0).")
-    score_stragglers: bool = _f(False, "Also score straggler updates for the outlier filter.")
-    bsp_sampling: BspSampling = _f("first-c", "BSP: first C*N replies, or sample C*N and wait all.")
-    asp_mixing: AspMixing = _f("average", "ASP mixing: (N'-1)/N' average or FedAsync alpha.")
-    mixing_alpha: float = _f(0.6, "FedAsync mixing weight alpha (before staleness).")
-    staleness: Staleness = _f(
-        "polynomial", "FedAsync/FedBuff staleness weight s(t); polynomial (1+t)^-a is FedBuff's."
+    num_groups: int = _f(
+        _GROUP.num_groups, "M, number of FL-R²SP groups (client i -> group i % M)."
     )
-    staleness_a: float = _f(0.5, "Staleness exponent a (polynomial, hinge).")
-    staleness_b: float = _f(4.0, "Hinge staleness threshold b.")
-    buffer_size: int = _f(10, "FedBuff: K updates per server step.")
-    server_lr: float = _f(1.0, "FedBuff server learning rate on the mean buffered delta.")
-    max_failures: int = _f(3, "Consecutive failed jobs re-sent; one more drops the client.")
+    group_size: int = _f(0, "Clients per group; if > 0 it overrides num-groups (M = N / size).")
+    fraction: float = _f(
+        _GROUP.fraction, "C: a round aggregates the first ceil(C * active members)."
+    )
+    gap_factor: float = _f(
+        _GROUP.gap_factor, "r: next group may apply r*T/M after the last application."
+    )
+    ema_weight: float = _f(
+        _GROUP.ema_weight, "Weight of the latest group round time in the EMA of T."
+    )
+    initial_round_time: float = _f(
+        _GROUP.initial_round_time, "T before any group has reported (0 = no gap)."
+    )
+    strict_order: bool = _f(
+        _GROUP.strict_order, "Groups apply in fixed order (paper); false = skip if not ready."
+    )
+    aggregation: AggregationKind = _f(
+        _GROUP.aggregation, "Intra-group mean: unweighted (paper) or weighted."
+    )
+    outlier_filter: bool = _f(
+        _OUTLIERS.enabled, "Blacklist clients whose deltas point away from the group's."
+    )
+    cosine_threshold: float = _f(
+        _OUTLIERS.cosine_threshold, "beta: a score below this counts as an outlier round."
+    )
+    outlier_rounds: int = _f(_OUTLIERS.rounds, "Consecutive low-scored rounds before blacklisting.")
+    cosine_reference: CosineReferenceKind = _f(
+        _OUTLIERS.reference, "Reference delta for the cosine score."
+    )
+    outlier_warmup: int = _f(_OUTLIERS.warmup, "Group rounds not scored at the start (paper: 0).")
+    score_stragglers: bool = _f(
+        _OUTLIERS.score_stragglers, "Also score straggler updates for the outlier filter."
+    )
+    bsp_sampling: BspSamplingKind = _f(
+        BSP_SAMPLING, "BSP: first C*N replies, or sample C*N and wait all."
+    )
+    asp_mixing: AspMixingKind = _f(
+        _ASYNC.mixing, "ASP mixing: (N'-1)/N' average or FedAsync alpha."
+    )
+    mixing_alpha: float = _f(_ASYNC.alpha, "FedAsync mixing weight alpha (before staleness).")
+    staleness: StalenessKind = _f(
+        _ASYNC.staleness.kind,
+        "FedAsync/FedBuff staleness weight s(t); polynomial (1+t)^-a is FedBuff's.",
+    )
+    staleness_a: float = _f(_ASYNC.staleness.a, "Staleness exponent a (polynomial, hinge).")
+    staleness_b: float = _f(_ASYNC.staleness.b, "Hinge staleness threshold b.")
+    buffer_size: int = _f(_ASYNC.buffer_size, "FedBuff: K updates per server step.")
+    server_lr: float = _f(
+        _ASYNC.server_lr, "FedBuff server learning rate on the mean buffered delta."
+    )
+    max_failures: int = _f(
+        MAX_FAILURES, "Consecutive failed jobs re-sent; one more drops the client."
+    )
     # --- data and model -------------------------------------------------------
     dataset: Dataset = _f("digits", "digits (embedded), cifar10, kws or kws-audio.")
     data_dir: str = _f("", "Data dir; '' = $FL_R2SP_DATA, <repo>/data, see datasets/paths.py.")
@@ -168,9 +215,23 @@ class RunConfig:
             return max(1, self.num_partitions // self.group_size)
         return self.num_groups
 
+    def scheme_params(self) -> SchemeParams:
+        """The scheme knobs as validated parameter records (``num_groups`` = :attr:`groups`).
+
+        Raises
+        ------
+        ValueError
+            Naming the record field and run-config key of the first invalid knob.
+        """
+        values = self.to_run_config()
+        values["num-groups"] = self.groups
+        return SchemeParams.from_keys(values)
+
     def _check_choices(self) -> None:
-        """Every ``Literal``-typed field holds one of its choices."""
+        """Every ``Literal``-typed field outside the scheme records holds one of its choices."""
         for f in fields(self):
+            if _k(f.name) in _SCHEME_KEYS:
+                continue  # validated by its parameter record
             # ``from __future__ import annotations`` makes f.type the alias name.
             alias = globals().get(f.type) if isinstance(f.type, str) else f.type
             choices = get_args(alias)
@@ -182,10 +243,11 @@ class RunConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid key and how to fix it."""
+        _check(self.strategy in SCHEMES, "strategy", self.strategy,
+               "not one of " + ", ".join(map(repr, SCHEMES)))
         self._check_choices()
-        _check(0.0 < self.fraction <= 1.0, "fraction", self.fraction, "C must lie in (0, 1]")
+        self.scheme_params()  # the records validate the scheme knobs (one place)
         _check(self.num_partitions >= 1, "num-partitions", self.num_partitions, "need >= 1 client")
-        _check(self.groups >= 1, "num-groups", self.groups, "need at least one group")
         _check(
             self.groups <= self.num_partitions,
             "num-groups",
@@ -199,17 +261,6 @@ class RunConfig:
                 self.group_size,
                 f"larger than the number of clients ({self.num_partitions})",
             )
-        _check(self.gap_factor >= 0, "gap-factor", self.gap_factor, "r must be >= 0")
-        _check(0 < self.ema_weight <= 1, "ema-weight", self.ema_weight, "must lie in (0, 1]")
-        _check(self.initial_round_time >= 0, "initial-round-time", self.initial_round_time, ">= 0")
-        _check(-1 <= self.cosine_threshold <= 1, "cosine-threshold", self.cosine_threshold,
-               "a cosine lies in [-1, 1]")
-        _check(self.outlier_warmup >= 0, "outlier-warmup", self.outlier_warmup, "must be >= 0")
-        _check(self.outlier_rounds >= 1, "outlier-rounds", self.outlier_rounds, "must be >= 1")
-        _check(0 < self.mixing_alpha <= 1, "mixing-alpha", self.mixing_alpha, "must lie in (0, 1]")
-        _check(self.buffer_size >= 1, "buffer-size", self.buffer_size, "must be >= 1")
-        _check(self.server_lr > 0, "server-lr", self.server_lr, "must be > 0")
-        _check(self.max_failures >= 1, "max-failures", self.max_failures, "must be >= 1")
         _check(self.alpha > 0, "alpha", self.alpha, "Dirichlet alpha must be > 0")
         _check(self.outlier_alpha > 0, "outlier-alpha", self.outlier_alpha, "must be > 0")
         _check(0 <= self.outlier_fraction < 1, "outlier-fraction", self.outlier_fraction,

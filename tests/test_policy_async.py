@@ -13,6 +13,7 @@ from fl_r2sp.strategies.bsp import BSPPolicy
 from fl_r2sp.strategies.factory import make_policy
 from fl_r2sp.strategies.fedbuff import FedBuffPolicy
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
+from fl_r2sp.strategies.params import AsyncParams
 from fl_r2sp.strategies.scripted import ScriptedDriver
 from fl_r2sp.strategies.staleness import StalenessFn
 
@@ -37,7 +38,7 @@ def test_asp_average_mixing_and_reply() -> None:
 
 
 def test_fedasync_polynomial_staleness() -> None:
-    policy = FedAsyncPolicy(2, alpha=0.6, staleness=StalenessFn("polynomial", a=0.5))
+    policy = FedAsyncPolicy(2, AsyncParams(alpha=0.6, staleness=StalenessFn("polynomial", a=0.5)))
     drv = ScriptedDriver(policy)
     drv.start([0])
     drv.update(1.0, 0, [10])  # staleness 0: alpha_t = 0.6 -> w = 6
@@ -49,7 +50,7 @@ def test_fedasync_polynomial_staleness() -> None:
 
 
 def test_fedasync_hinge_staleness() -> None:
-    policy = FedAsyncPolicy(4, alpha=0.5, staleness=StalenessFn("hinge", a=0.5, b=1))
+    policy = FedAsyncPolicy(4, AsyncParams(alpha=0.5, staleness=StalenessFn("hinge", a=0.5, b=1)))
     drv = ScriptedDriver(policy)
     drv.start([0])
     for k, cid in enumerate(range(4)):  # staleness 0, 1, 2, 3
@@ -59,7 +60,8 @@ def test_fedasync_hinge_staleness() -> None:
 
 
 def test_fedbuff_buffer_of_two_with_staleness() -> None:
-    policy = FedBuffPolicy(2, buffer_size=2, staleness=StalenessFn("polynomial", a=1.0))
+    params = AsyncParams(buffer_size=2, staleness=StalenessFn("polynomial", a=1.0))
+    policy = FedBuffPolicy(2, params)
     drv = ScriptedDriver(policy)
     drv.start([0])
     drv.update(1.0, 0, [2])  # buffered; c0 gets the unchanged model back
@@ -78,8 +80,9 @@ def test_fedbuff_k1_equals_fedasync_without_staleness() -> None:
     steps = rng.normal(size=(6, 5)).astype(np.float32)
     w0 = rng.normal(size=5).astype(np.float32)
     runs = []
-    for policy in (FedBuffPolicy(1, buffer_size=1, server_lr=0.6),
-                   FedAsyncPolicy(1, alpha=0.6)):
+    constant = StalenessFn("constant")
+    for policy in (FedBuffPolicy(1, AsyncParams(buffer_size=1, server_lr=0.6, staleness=constant)),
+                   FedAsyncPolicy(1, AsyncParams(alpha=0.6, staleness=constant))):
         drv = ScriptedDriver(policy)
         drv.start(w0)
         for k, step in enumerate(steps):

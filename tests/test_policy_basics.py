@@ -11,6 +11,7 @@ from fl_r2sp.strategies.aggregation import aggregate, mean, mix, weighted_mean
 from fl_r2sp.strategies.base import Update
 from fl_r2sp.strategies.groups import RoundTimeEMA, fraction_need
 from fl_r2sp.strategies.outliers import OutlierFilter, cosine
+from fl_r2sp.strategies.params import OutlierParams
 from fl_r2sp.strategies.staleness import StalenessFn
 
 
@@ -70,7 +71,7 @@ def test_cosine() -> None:
 
 
 def test_outlier_filter_streak_reset_and_precision_recall() -> None:
-    f = OutlierFilter(threshold=0.5, rounds=3, known_outliers=frozenset({2, 3}))
+    f = OutlierFilter(OutlierParams(cosine_threshold=0.5, rounds=3), frozenset({2, 3}))
     assert math.isnan(f.precision())
     assert not f.observe(2, 0.1, 1.0)
     assert not f.observe(2, 0.4, 2.0)
@@ -90,7 +91,7 @@ def test_outlier_filter_streak_reset_and_precision_recall() -> None:
 
 
 def test_disabled_filter_never_blacklists() -> None:
-    f = OutlierFilter(enabled=False)
+    f = OutlierFilter(OutlierParams(enabled=False))
     for t in range(5):
         assert not f.observe(1, -1.0, float(t))
     assert f.streak(1) == 5 and not f.blacklisted

@@ -10,6 +10,7 @@ import pytest
 from fl_r2sp.strategies.base import ModelUpdated, Record, Send, Timer
 from fl_r2sp.strategies.bsp import BSPPolicy
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
+from fl_r2sp.strategies.params import GroupParams
 from fl_r2sp.strategies.scripted import ScriptedDriver
 
 
@@ -43,8 +44,9 @@ def normalize(log: list[tuple[float, Any]]) -> list[tuple[Any, ...]]:
 
 
 def test_bsp_equals_flr2sp_with_one_group() -> None:
-    bsp = script(ScriptedDriver(BSPPolicy(4, fraction=0.75)))
-    fl = script(ScriptedDriver(FLR2SPPolicy(4, num_groups=1, fraction=0.75, gap_factor=1.0)))
+    bsp = script(ScriptedDriver(BSPPolicy(4, GroupParams(fraction=0.75), seed=0)))
+    fl = script(ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=1, fraction=0.75,
+                                                           gap_factor=1.0))))
     assert normalize(bsp.log) == normalize(fl.log)
     applied = [(t, m.weights.tolist()) for t, m in bsp.models()]
     # Round 2 (1 s) is faster than T = 3: with one group no gap holds it back.
@@ -55,7 +57,7 @@ def test_bsp_equals_flr2sp_with_one_group() -> None:
 
 
 def test_bsp_weighted_aggregation() -> None:
-    drv = ScriptedDriver(BSPPolicy(2, fraction=1.0, aggregation="weighted"))
+    drv = ScriptedDriver(BSPPolicy(2, GroupParams(fraction=1.0, aggregation="weighted"), seed=0))
     drv.start([0])
     drv.update(1.0, 0, [4], num_examples=3)
     drv.update(1.0, 1, [8], num_examples=1)
@@ -68,7 +70,7 @@ def expected_sample(seed: int, rnd: int, n: int, k: int) -> tuple[int, ...]:
 
 
 def test_sample_mode_waits_for_all_sampled() -> None:
-    policy = BSPPolicy(6, fraction=0.5, sampling="sample", seed=7)
+    policy = BSPPolicy(6, GroupParams(fraction=0.5), sampling="sample", seed=7)
     drv = ScriptedDriver(policy)
     (first,) = drv.start([0])
     s0 = expected_sample(7, 0, 6, 3)
@@ -87,7 +89,7 @@ def test_sample_mode_waits_for_all_sampled() -> None:
 
 
 def test_sample_mode_dropped_client_no_longer_awaited() -> None:
-    policy = BSPPolicy(4, fraction=0.5, sampling="sample", seed=1, max_failures=1)
+    policy = BSPPolicy(4, GroupParams(fraction=0.5), sampling="sample", seed=1, max_failures=1)
     drv = ScriptedDriver(policy)
     drv.start([0])
     a, b = policy.sampled()
@@ -102,4 +104,4 @@ def test_sample_mode_dropped_client_no_longer_awaited() -> None:
 
 def test_invalid_sampling() -> None:
     with pytest.raises(ValueError, match="sampling"):
-        BSPPolicy(4, sampling="all")  # type: ignore[arg-type]
+        BSPPolicy(4, sampling="all", seed=0)  # type: ignore[arg-type]

@@ -17,18 +17,22 @@ Scenario A: 4 clients, M = 2 (G0 = {0, 2}, G1 = {1, 3}), C = 0.5 (need 1 of
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from fl_r2sp.strategies.base import Send, Stop, Timer
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
+from fl_r2sp.strategies.params import GroupParams, OutlierParams
 from fl_r2sp.strategies.scripted import ScriptedDriver
 
+A_GROUP = GroupParams(num_groups=2, fraction=0.5)
+A_OUTLIERS = OutlierParams(enabled=False)
 
-def run_a(**kwargs: object) -> ScriptedDriver:
-    args = dict(num_groups=2, fraction=0.5, outlier_filter=False)
-    args.update(kwargs)
-    drv = ScriptedDriver(FLR2SPPolicy(4, **args))  # type: ignore[arg-type]
+
+def run_a(group: GroupParams = A_GROUP, outliers: OutlierParams = A_OUTLIERS) -> ScriptedDriver:
+    drv = ScriptedDriver(FLR2SPPolicy(4, group, outliers))
     drv.start([0, 0])
     drv.update(1.0, 1, [4, 0])
     drv.update(2.0, 0, [2, 2])
@@ -40,7 +44,7 @@ def run_a(**kwargs: object) -> ScriptedDriver:
 
 
 def test_start_sends_initial_model_to_every_group() -> None:
-    drv = ScriptedDriver(FLR2SPPolicy(4, num_groups=2))
+    drv = ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=2)))
     sends = drv.start([0, 0])
     assert [(s.cids, s.tag) for s in sends] == [((0, 2), 0), ((1, 3), 0)]
 
@@ -77,14 +81,14 @@ def test_stragglers_get_newest_model_and_are_not_aggregated() -> None:
 def test_score_stragglers_option() -> None:
     # c2's delta [10, 10] vs G0's latest reference [2, 2]: cosine 1; c3 arrives
     # before G1 ever applied (no reference yet): not scored.
-    drv = run_a(score_stragglers=True)
+    drv = run_a(outliers=dataclasses.replace(A_OUTLIERS, score_stragglers=True))
     rows = [(r["cid"], r["cosine"]) for r in drv.records("client_score") if r["straggler"]]
     assert rows == [(2, pytest.approx(1.0))]
     assert not [r for r in run_a().records("client_score") if r["straggler"]]
 
 
 def test_skip_if_not_ready_order() -> None:
-    drv = run_a(strict_order=False)
+    drv = run_a(group=dataclasses.replace(A_GROUP, strict_order=False))
     # G1 applies as soon as it collects (t=1, no earlier application): w = [2, 0],
     # T = 1; G0 collects at 2 >= 1 + 1/2 and applies: w = 0.5*[2,0] + 0.5*[2,2].
     applied = [(t, m.weights.tolist()) for t, m in drv.models()[:2]]
@@ -96,7 +100,7 @@ def test_cosine_references() -> None:
     # G1's application at t=3: start [0,0], before [1,1], after [2.5,0.5], c1 delta [4,0].
     scores = {}
     for ref in ("group", "global-change", "global-step"):
-        drv = run_a(cosine_reference=ref)
+        drv = run_a(outliers=dataclasses.replace(A_OUTLIERS, reference=ref))
         row = [r for r in drv.records("client_score") if r["cid"] == 1][0]
         scores[ref] = row["cosine"]
     assert scores["group"] == pytest.approx(1.0)
@@ -107,7 +111,8 @@ def test_cosine_references() -> None:
 def test_leave_one_out_reference() -> None:
     scores = {}
     for ref in ("group", "group-loo"):
-        drv = ScriptedDriver(FLR2SPPolicy(3, num_groups=1, fraction=1.0, cosine_reference=ref))
+        group, outliers = GroupParams(num_groups=1, fraction=1.0), OutlierParams(reference=ref)
+        drv = ScriptedDriver(FLR2SPPolicy(3, group, outliers))
         drv.start([0, 0])
         for cid, delta in ((0, [1, 0]), (1, [1, 0]), (2, [0, 1])):
             drv.update(1.0, cid, delta=delta)
@@ -119,8 +124,8 @@ def test_leave_one_out_reference() -> None:
 
 def blacklist_run(warmup: int = 0) -> ScriptedDriver:
     """3 clients, M=1, C=1: client 2 pushes against the group except in round 3."""
-    policy = FLR2SPPolicy(3, num_groups=1, fraction=1.0, known_outliers=frozenset({1, 2}),
-                          outlier_warmup=warmup)
+    policy = FLR2SPPolicy(3, GroupParams(num_groups=1, fraction=1.0),
+                          OutlierParams(warmup=warmup), known_outliers=frozenset({1, 2}))
     drv = ScriptedDriver(policy)
     drv.start([0, 0])
     for rnd in range(6):
@@ -162,7 +167,7 @@ def test_threshold_follows_active_members_after_blacklisting() -> None:
 
 
 def test_failures_resend_then_drop_and_rethreshold() -> None:
-    drv = ScriptedDriver(FLR2SPPolicy(3, num_groups=1, fraction=1.0, max_failures=3))
+    drv = ScriptedDriver(FLR2SPPolicy(3, GroupParams(num_groups=1, fraction=1.0), max_failures=3))
     drv.start([0, 0])
     drv.update(1.0, 0, [2, 2])
     drv.update(1.0, 1, [4, 4])
@@ -179,7 +184,8 @@ def test_failures_resend_then_drop_and_rethreshold() -> None:
 
 
 def test_failure_while_group_waits_is_held() -> None:
-    drv = ScriptedDriver(FLR2SPPolicy(4, num_groups=2, fraction=0.5, initial_round_time=2.0))
+    drv = ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=2, fraction=0.5,
+                                                     initial_round_time=2.0)))
     drv.start([0, 0])
     drv.update(1.0, 1, [4, 0])  # G1 ready, G0 has the turn
     drv.fail(1.5, 3)
@@ -191,7 +197,7 @@ def test_failure_while_group_waits_is_held() -> None:
 
 
 def test_empty_group_is_skipped_and_stop_when_nobody_left() -> None:
-    drv = ScriptedDriver(FLR2SPPolicy(2, num_groups=2, fraction=1.0, max_failures=1))
+    drv = ScriptedDriver(FLR2SPPolicy(2, GroupParams(num_groups=2, fraction=1.0), max_failures=1))
     drv.start([0])
     drv.fail(1.0, 0)
     drv.fail(2.0, 0)  # G0 is empty now: strict order skips it
@@ -205,12 +211,12 @@ def test_empty_group_is_skipped_and_stop_when_nobody_left() -> None:
 
 def test_invalid_arguments() -> None:
     with pytest.raises(ValueError, match="num_groups"):
-        FLR2SPPolicy(3, num_groups=4)
+        FLR2SPPolicy(3, GroupParams(num_groups=4))
     with pytest.raises(ValueError, match="fraction"):
-        FLR2SPPolicy(3, num_groups=1, fraction=0.0)
-    with pytest.raises(ValueError, match="cosine_reference"):
-        FLR2SPPolicy(3, num_groups=1, cosine_reference="cmfl")  # type: ignore[arg-type]
-    p = FLR2SPPolicy(3, num_groups=1)
+        FLR2SPPolicy(3, GroupParams(num_groups=1, fraction=0.0))
+    with pytest.raises(ValueError, match="reference='cmfl' .run-config key cosine-reference"):
+        OutlierParams(reference="cmfl")  # type: ignore[arg-type]
+    p = FLR2SPPolicy(3, GroupParams(num_groups=1))
     with pytest.raises(ValueError, match="built for"):
         p.start(0.0, np.zeros(2, np.float32), [0, 1])
     with pytest.raises(ValueError, match="flat"):

@@ -44,12 +44,18 @@ from fl_r2sp.flower.grid_transport import GridTransport, discover_partitions
 from fl_r2sp.models.weights import flatten, unflatten
 from fl_r2sp.server.runner import run
 from fl_r2sp.strategies.aggregation import mean, weighted_mean
+from fl_r2sp.strategies.registry import SCHEMES, Scheme
 
 log = logging.getLogger("fl_r2sp")
 
 
 class EventDrivenStrategy(Strategy):
-    """Base of the project's strategies (``strategy_name`` picks the policy).
+    """Base of the project's strategies (the class's registry row picks the policy).
+
+    A subclass named like a row's ``flower_class`` of
+    :data:`fl_r2sp.strategies.registry.SCHEMES` runs that row's scheme (a
+    user subclass of ``FLR2SP`` runs FL-R²SP: the name is looked up along the
+    class hierarchy).
 
     Parameters
     ----------
@@ -59,16 +65,31 @@ class EventDrivenStrategy(Strategy):
         Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
     """
 
-    strategy_name = "fl-r2sp"
-
     def __init__(self, config: RunConfig | None = None, **overrides: Any) -> None:
         base = config if config is not None else RunConfig()
-        self.cfg = base.replace(strategy=self.strategy_name, **overrides)
+        self.cfg = base.replace(strategy=self.scheme().name, **overrides)
+
+    @classmethod
+    def scheme(cls) -> Scheme:
+        """The registry row of this class.
+
+        Raises
+        ------
+        TypeError
+            If no class along the hierarchy is a registered Flower class.
+        """
+        by_class = {s.flower_class: s for s in SCHEMES.values() if s.build is not None}
+        for klass in cls.__mro__:
+            if klass.__name__ in by_class:
+                return by_class[klass.__name__]
+        raise TypeError(f"{cls.__name__} is no registered scheme's Flower class; subclass one "
+                        f"of {', '.join(by_class)}")
 
     def summary(self) -> None:
         """Log the scheme's knobs."""
         c = self.cfg
-        log.info("\t├── scheme %s, clock %s, seed %d", c.strategy, c.clock, c.seed)
+        log.info("\t├── scheme %s (%s), clock %s, seed %d", c.strategy,
+                 self.scheme().description, c.clock, c.seed)
         log.info("\t├── M=%d groups, C=%.2f, r=%.2f, EMA weight %.2f", c.groups, c.fraction,
                  c.gap_factor, c.ema_weight)
         log.info("\t└── outlier filter %s (beta=%.2f, %d rounds)", c.outlier_filter,
@@ -164,46 +185,44 @@ class EventDrivenStrategy(Strategy):
 
 
 class FLR2SP(EventDrivenStrategy):
-    """FL-R²SP: groups, fractional collection, round-robin gapped application."""
-
-    strategy_name = "fl-r2sp"
+    """FL-R²SP as a Flower strategy; its policy is ``fl_r2sp.strategies.flr2sp.FLR2SPPolicy``."""
 
 
 class BSP(EventDrivenStrategy):
-    """BSP: synchronous rounds collecting the first C·N updates (FL-R²SP, M=1)."""
-
-    strategy_name = "bsp"
+    """BSP as a Flower strategy; its policy is ``fl_r2sp.strategies.bsp.BSPPolicy``."""
 
 
 class ASP(EventDrivenStrategy):
-    """ASP: every update mixed in at once, (N'-1)/N' averaging by default."""
-
-    strategy_name = "asp"
+    """ASP as a Flower strategy; its policy is ``fl_r2sp.strategies.asp.ASPPolicy``."""
 
 
 class FedAsync(EventDrivenStrategy):
-    """FedAsync: ASP with the staleness-weighted mixing weight alpha."""
-
-    strategy_name = "fedasync"
+    """FedAsync as a Flower strategy; its policy is ``fl_r2sp.strategies.asp.FedAsyncPolicy``."""
 
 
 class FedBuff(EventDrivenStrategy):
-    """FedBuff: buffered asynchronous aggregation of K staleness-weighted deltas."""
-
-    strategy_name = "fedbuff"
+    """FedBuff as a Flower strategy; its policy is ``fl_r2sp.strategies.fedbuff.FedBuffPolicy``."""
 
 
+#: Scheme name -> Flower class, from the registry (every scheme with a policy).
 STRATEGIES: dict[str, type[EventDrivenStrategy]] = {
-    cls.strategy_name: cls for cls in (FLR2SP, BSP, ASP, FedAsync, FedBuff)
+    s.name: globals()[s.flower_class] for s in SCHEMES.values() if s.build is not None
 }
 
 
 def strategy_for(cfg: RunConfig) -> EventDrivenStrategy:
-    """The Flower strategy of ``cfg.strategy``, configured by ``cfg``."""
-    try:
-        return STRATEGIES[cfg.strategy](cfg)
-    except KeyError:
-        raise ValueError(f"unknown strategy {cfg.strategy!r}; known: {', '.join(STRATEGIES)}") from None
+    """The Flower strategy of ``cfg.strategy``, configured by ``cfg``.
+
+    Raises
+    ------
+    ValueError
+        For a strategy without a Flower class here (``fedavg`` is Flower's own,
+        run by the ServerApp).
+    """
+    if cfg.strategy not in STRATEGIES:
+        raise ValueError(f"strategy {cfg.strategy!r} has no Flower class here; known: "
+                         f"{', '.join(STRATEGIES)}")
+    return STRATEGIES[cfg.strategy](cfg)
 
 
 def _wrap_evaluate_fn(fn: Callable[[int, ArrayRecord], MetricRecord | None],

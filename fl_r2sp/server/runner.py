@@ -29,7 +29,8 @@ from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
 from fl_r2sp.server.transport import Transport
 from fl_r2sp.server.virtual_loop import VirtualLoop
 from fl_r2sp.server.wall_loop import WallLoop
-from fl_r2sp.strategies.factory import make_policy
+from fl_r2sp.strategies.factory import STRATEGIES, make_policy
+from fl_r2sp.strategies.registry import scheme
 from fl_r2sp.telemetry.eventlog import EventLog
 
 log = logging.getLogger("fl_r2sp")
@@ -158,9 +159,9 @@ def _effective(cfg: RunConfig) -> RunConfig:
     blacklist everyone after ``outlier-rounds`` rounds.
     """
     cfg.validate()
-    if cfg.strategy == "fedavg":
-        raise ValueError("strategy='fedavg' is Flower's own FedAvg: run it with `flwr run .`; "
-                         "the event-driven runner serves fl-r2sp, bsp, asp, fedasync, fedbuff")
+    if scheme(cfg.strategy).build is None:
+        raise ValueError(f"strategy={cfg.strategy!r} is Flower's own, run it with `flwr run .`; "
+                         f"the event-driven runner serves {', '.join(STRATEGIES)}")
     if cfg.timing_only and cfg.outlier_filter:
         log.info("timing-only run: outlier filter switched off (echoed models have no deltas)")
         cfg = cfg.replace(outlier_filter=False)

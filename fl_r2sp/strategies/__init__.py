@@ -7,8 +7,12 @@ Two things carry a scheme's name, and they live in two places:
   :class:`~fl_r2sp.strategies.bsp.BSPPolicy`,
   :class:`~fl_r2sp.strategies.asp.ASPPolicy` /
   :class:`~fl_r2sp.strategies.asp.FedAsyncPolicy`,
-  :class:`~fl_r2sp.strategies.fedbuff.FedBuffPolicy`;
-  :mod:`~fl_r2sp.strategies.factory` builds one from a run configuration;
+  :class:`~fl_r2sp.strategies.fedbuff.FedBuffPolicy`. They take frozen
+  parameter records (:mod:`~fl_r2sp.strategies.params`: ``GroupParams``,
+  ``OutlierParams``, ``AsyncParams``), where each scheme knob's default is
+  written once; :mod:`~fl_r2sp.strategies.registry` lists the schemes once
+  (name -> policy, Flower class, description) and
+  :mod:`~fl_r2sp.strategies.factory` builds a policy from a run configuration;
 * the **Flower class** (a ``flwr`` ``Strategy`` that runs the policy through
   the server loops) lives in :mod:`fl_r2sp.flower.strategy`: ``FLR2SP``,
   ``BSP``, ``ASP``, ``FedAsync``, ``FedBuff``.

@@ -20,8 +20,9 @@ num_examples); ``client_failure`` (cid, tag, reason, consecutive, dropped);
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +35,8 @@ from fl_r2sp.strategies.common import (
     client_list,
     ignored,
 )
+from fl_r2sp.strategies.params import MAX_FAILURES, AspMixingKind, AsyncParams, SchemeParams
 from fl_r2sp.strategies.staleness import StalenessFn
-
-AspMixingKind = Literal["average", "fedasync"]
 
 
 class ASPPolicy(Policy):
@@ -46,13 +46,11 @@ class ASPPolicy(Policy):
     ----------
     clients : int or sequence of int
         Partition ids (or their count).
-    mixing : {"average", "fedasync"}, default "average"
-        See the module docstring.
-    alpha : float, default 0.6
-        FedAsync mixing weight before staleness, in (0, 1].
-    staleness : StalenessFn, default constant
-        FedAsync staleness function ``s(t)`` (ignored by ``average``).
-    max_failures : int, default 3
+    params : AsyncParams, default AsyncParams()
+        ``mixing`` (see the module docstring), ``alpha`` and ``staleness``
+        (FedAsync mixing; ignored by ``average``) are read
+        (:class:`~fl_r2sp.strategies.params.AsyncParams` states the defaults).
+    max_failures : int, default MAX_FAILURES (3)
         Consecutive failed jobs re-sent before the client is dropped.
     """
 
@@ -61,19 +59,15 @@ class ASPPolicy(Policy):
     def __init__(
         self,
         clients: int | Sequence[int],
-        mixing: AspMixingKind = "average",
-        alpha: float = 0.6,
-        staleness: StalenessFn | None = None,
-        max_failures: int = 3,
+        params: AsyncParams | None = None,
+        max_failures: int = MAX_FAILURES,
     ) -> None:
-        if mixing not in ("average", "fedasync"):
-            raise ValueError(f"asp mixing={mixing!r} is not one of 'average', 'fedasync'")
-        if not 0.0 < alpha <= 1.0:
-            raise ValueError(f"mixing alpha={alpha} must lie in (0, 1]")
+        params = params if params is not None else AsyncParams()
         self._clients = client_list(clients)
-        self.mixing: AspMixingKind = mixing
-        self.alpha = float(alpha)
-        self.staleness = staleness if staleness is not None else StalenessFn()
+        self.params = params
+        self.mixing: AspMixingKind = params.mixing
+        self.alpha = float(params.alpha)
+        self.staleness: StalenessFn = params.staleness
         self.failures = FailureCounter(max_failures)
         self._w = np.zeros(0, dtype=np.float32)
         self._version = 0
@@ -81,6 +75,15 @@ class ASPPolicy(Policy):
         self._started = False
         self._stopped = False
         self.max_staleness = 0
+
+    @classmethod
+    def from_scheme(cls, clients: Sequence[int], scheme: SchemeParams,
+                    known_outliers: frozenset[int]) -> ASPPolicy:
+        """The policy a run configuration's scheme knobs describe (the registry's builder).
+
+        ``known_outliers`` is not used: the asynchronous schemes have no outlier filter.
+        """
+        return cls(clients, scheme.asynchronous, scheme.max_failures)
 
     @property
     def weights(self) -> np.ndarray:
@@ -183,11 +186,10 @@ class FedAsyncPolicy(ASPPolicy):
     ----------
     clients : int or sequence of int
         Partition ids (or their count).
-    alpha : float, default 0.6
-        Mixing weight before staleness.
-    staleness : StalenessFn, default constant
-        ``s(t)``; ``alpha_t = alpha * s(t)``.
-    max_failures : int, default 3
+    params : AsyncParams, default AsyncParams()
+        ``alpha`` (mixing weight before staleness) and ``staleness`` ``s(t)``
+        are read, ``alpha_t = alpha * s(t)``; ``mixing`` is forced to fedasync.
+    max_failures : int, default MAX_FAILURES (3)
         Consecutive failed jobs re-sent before the client is dropped.
     """
 
@@ -196,9 +198,8 @@ class FedAsyncPolicy(ASPPolicy):
     def __init__(
         self,
         clients: int | Sequence[int],
-        alpha: float = 0.6,
-        staleness: StalenessFn | None = None,
-        max_failures: int = 3,
+        params: AsyncParams | None = None,
+        max_failures: int = MAX_FAILURES,
     ) -> None:
-        super().__init__(clients, mixing="fedasync", alpha=alpha, staleness=staleness,
-                         max_failures=max_failures)
+        params = params if params is not None else AsyncParams()
+        super().__init__(clients, dataclasses.replace(params, mixing="fedasync"), max_failures)

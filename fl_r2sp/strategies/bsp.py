@@ -14,17 +14,22 @@ dropped after repeated failures no longer counts); the others stay idle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from fl_r2sp.strategies.aggregation import AggregationKind
 from fl_r2sp.strategies.base import Decision
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
 from fl_r2sp.strategies.groups import GroupState, fraction_need
-from fl_r2sp.strategies.scoring import CosineReferenceKind
-
-BspSamplingKind = Literal["first-c", "sample"]
+from fl_r2sp.strategies.params import (
+    BSP_SAMPLING,
+    MAX_FAILURES,
+    BspSamplingKind,
+    GroupParams,
+    OutlierParams,
+    SchemeParams,
+    check_bsp_sampling,
+)
 
 
 class BSPPolicy(FLR2SPPolicy):
@@ -34,17 +39,19 @@ class BSPPolicy(FLR2SPPolicy):
     ----------
     clients : int or sequence of int
         Partition ids (or their count).
-    fraction : float, default 0.75
-        C: fraction of the active clients aggregated (first-c) or sampled (sample).
-    sampling : {"first-c", "sample"}, default "first-c"
+    group : GroupParams, default GroupParams()
+        Only ``fraction`` (C: fraction of the active clients aggregated in
+        first-c mode, sampled in sample mode) and ``aggregation`` (unweighted
+        mean, the paper's, or sample-weighted, FedAvg's) are read: BSP has one
+        group and no gap, and keeps the other group knobs at their defaults.
+    outliers : OutlierParams, default OutlierParams()
+        As in :class:`FLR2SPPolicy`.
+    sampling : {"first-c", "sample"}, default BSP_SAMPLING ("first-c")
         See the module docstring.
-    seed : int, default 0
-        Seed of the per-round client sample (``sample`` mode only).
-    aggregation : {"mean", "weighted"}, default "mean"
-        Unweighted mean (paper) or sample-weighted (FedAvg).
-    outlier_filter, cosine_threshold, outlier_rounds, known_outliers, cosine_reference, \
-score_stragglers, max_failures, outlier_warmup
-        As in :class:`FLR2SPPolicy` (defaults True, 0.5, 3, empty, "group", False, 3, 0).
+    seed : int
+        Seed of the per-round client sample (``sample`` mode only); the run's seed.
+    known_outliers, max_failures
+        As in :class:`FLR2SPPolicy` (defaults empty, MAX_FAILURES = 3).
     """
 
     name = "bsp"
@@ -52,33 +59,31 @@ score_stragglers, max_failures, outlier_warmup
     def __init__(
         self,
         clients: int | Sequence[int],
-        fraction: float = 0.75,
-        sampling: BspSamplingKind = "first-c",
-        seed: int = 0,
-        aggregation: AggregationKind = "mean",
-        outlier_filter: bool = True,
-        cosine_threshold: float = 0.5,
-        outlier_rounds: int = 3,
+        group: GroupParams | None = None,
+        outliers: OutlierParams | None = None,
+        sampling: BspSamplingKind = BSP_SAMPLING,
+        *,
+        seed: int,
         known_outliers: frozenset[int] = frozenset(),
-        cosine_reference: CosineReferenceKind = "group",
-        score_stragglers: bool = False,
-        max_failures: int = 3,
-        outlier_warmup: int = 0,
+        max_failures: int = MAX_FAILURES,
     ) -> None:
-        if sampling not in ("first-c", "sample"):
-            raise ValueError(f"bsp sampling={sampling!r} is not one of 'first-c', 'sample'")
-        super().__init__(
-            clients, num_groups=1, fraction=fraction, gap_factor=0.0,
-            aggregation=aggregation, outlier_filter=outlier_filter,
-            cosine_threshold=cosine_threshold, outlier_rounds=outlier_rounds,
-            known_outliers=known_outliers, cosine_reference=cosine_reference,
-            score_stragglers=score_stragglers, max_failures=max_failures,
-            outlier_warmup=outlier_warmup,
-        )
+        check_bsp_sampling(sampling)
+        group = group if group is not None else GroupParams()
+        one_group = GroupParams(num_groups=1, fraction=group.fraction, gap_factor=0.0,
+                                aggregation=group.aggregation)
+        super().__init__(clients, one_group, outliers, known_outliers, max_failures)
         self.sampling: BspSamplingKind = sampling
         self.seed = int(seed)
         self._sampled: tuple[int, ...] = ()
         self._draws = 0  # redraws within one round (all sampled clients dropped)
+
+    @classmethod
+    def from_scheme(cls, clients: Sequence[int], scheme: SchemeParams,
+                    known_outliers: frozenset[int]) -> BSPPolicy:
+        """The policy a run configuration's scheme knobs describe (the registry's builder)."""
+        return cls(clients, scheme.group, scheme.outliers, scheme.bsp_sampling,
+                   seed=scheme.seed, known_outliers=known_outliers,
+                   max_failures=scheme.max_failures)
 
     def sampled(self) -> tuple[int, ...]:
         """Clients sampled for the current round (``sample`` mode; else empty)."""

@@ -1,4 +1,4 @@
-"""Small helpers shared by the policies: argument checks, failure counting, records."""
+"""Small helpers shared by the policies: client lists, failure counting, records."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fl_r2sp.strategies.base import Record
-from fl_r2sp.strategies.scoring import REFERENCE_KINDS
+from fl_r2sp.strategies.params import check_max_failures
 
 
 def client_list(clients: int | Sequence[int]) -> tuple[int, ...]:
@@ -60,14 +60,13 @@ class FailureCounter:
 
     Parameters
     ----------
-    max_failures : int, default 3
+    max_failures : int
         A client is re-sent a model after each of its first ``max_failures``
-        consecutive failures and dropped at the next one.
+        (>= 1) consecutive failures and dropped at the next one.
     """
 
-    def __init__(self, max_failures: int = 3) -> None:
-        if max_failures < 1:
-            raise ValueError(f"max_failures={max_failures} must be >= 1")
+    def __init__(self, max_failures: int) -> None:
+        check_max_failures(max_failures)
         self.max_failures = int(max_failures)
         self._count: dict[int, int] = {}
         self.total = 0
@@ -94,21 +93,3 @@ class FailureCounter:
 def ignored(now: float, cid: int, what: str, why: str) -> Record:
     """Telemetry row for an event the policy drops (e.g. a reply with no job in flight)."""
     return Record("ignored", {"t": now, "cid": cid, "what": what, "why": why})
-
-
-def check_flr2sp_args(
-    n: int, m: int, fraction: float, gap: float, aggregation: str, reference: str
-) -> None:
-    """Raise ``ValueError`` for invalid FL-R²SP constructor arguments (n = clients)."""
-    if not 1 <= m <= n:
-        raise ValueError(f"num_groups={m} must lie in [1, number of clients = {n}]")
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"fraction={fraction}: C must lie in (0, 1]")
-    if gap < 0:
-        raise ValueError(f"gap_factor={gap}: r must be >= 0")
-    if aggregation not in ("mean", "weighted"):
-        raise ValueError(f"aggregation={aggregation!r} is not one of 'mean', 'weighted'")
-    if reference not in REFERENCE_KINDS:
-        raise ValueError(
-            f"cosine_reference={reference!r} is not one of {', '.join(REFERENCE_KINDS)}"
-        )

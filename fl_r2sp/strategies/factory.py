@@ -1,29 +1,40 @@
-"""Build the policy a :class:`~fl_r2sp.config.RunConfig` asks for."""
+"""Build the policy a run configuration asks for (through the scheme registry)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.strategies.asp import ASPPolicy, FedAsyncPolicy
 from fl_r2sp.strategies.base import Policy
-from fl_r2sp.strategies.bsp import BSPPolicy
-from fl_r2sp.strategies.fedbuff import FedBuffPolicy
-from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
-from fl_r2sp.strategies.staleness import StalenessFn
+from fl_r2sp.strategies.params import SchemeParams
+from fl_r2sp.strategies.registry import SCHEMES, scheme
 
-STRATEGIES: tuple[str, ...] = ("fl-r2sp", "bsp", "asp", "fedasync", "fedbuff")
+#: Names of the schemes that have a policy (every one but Flower's stock FedAvg).
+STRATEGIES: tuple[str, ...] = tuple(n for n, s in SCHEMES.items() if s.build is not None)
+
+
+class SchemeConfig(Protocol):
+    """What the factory reads from a configuration (``RunConfig`` provides it)."""
+
+    @property
+    def strategy(self) -> str:
+        """Registered scheme name."""
+        ...
+
+    def scheme_params(self) -> SchemeParams:
+        """The scheme knobs as validated parameter records."""
+        ...
 
 
 def make_policy(
-    cfg: RunConfig, clients: Sequence[int], known_outliers: frozenset[int] = frozenset()
+    cfg: SchemeConfig, clients: Sequence[int], known_outliers: frozenset[int] = frozenset()
 ) -> Policy:
     """Return the policy of ``cfg.strategy`` for ``clients`` (partition ids).
 
     Parameters
     ----------
     cfg : RunConfig
-        Run configuration; ``cfg.groups`` gives FL-R²SP's M.
+        Run configuration (anything with ``strategy`` and ``scheme_params()``).
     clients : sequence of int
         Partition ids taking part in the run.
     known_outliers : frozenset of int, default empty
@@ -32,31 +43,12 @@ def make_policy(
     Raises
     ------
     ValueError
-        For an unknown ``cfg.strategy`` or invalid policy arguments.
+        For an unknown ``cfg.strategy``, a scheme without a policy (``fedavg``)
+        or invalid policy arguments.
     """
-    filter_args = dict(
-        outlier_filter=cfg.outlier_filter, cosine_threshold=cfg.cosine_threshold,
-        outlier_rounds=cfg.outlier_rounds, known_outliers=frozenset(known_outliers),
-        cosine_reference=cfg.cosine_reference, score_stragglers=cfg.score_stragglers,
-        max_failures=cfg.max_failures, outlier_warmup=cfg.outlier_warmup,
-    )
-    staleness = StalenessFn(cfg.staleness, cfg.staleness_a, cfg.staleness_b)
-    if cfg.strategy == "fl-r2sp":
-        return FLR2SPPolicy(
-            clients, num_groups=cfg.groups, fraction=cfg.fraction, gap_factor=cfg.gap_factor,
-            ema_weight=cfg.ema_weight, initial_round_time=cfg.initial_round_time,
-            strict_order=cfg.strict_order, aggregation=cfg.aggregation, **filter_args,
+    entry = scheme(cfg.strategy)
+    if entry.build is None:
+        raise ValueError(
+            f"strategy={cfg.strategy!r} has no policy; the policies are {', '.join(STRATEGIES)}"
         )
-    if cfg.strategy == "bsp":
-        return BSPPolicy(clients, fraction=cfg.fraction, sampling=cfg.bsp_sampling,
-                         seed=cfg.seed, aggregation=cfg.aggregation, **filter_args)
-    if cfg.strategy == "asp":
-        return ASPPolicy(clients, mixing=cfg.asp_mixing, alpha=cfg.mixing_alpha,
-                         staleness=staleness, max_failures=cfg.max_failures)
-    if cfg.strategy == "fedasync":
-        return FedAsyncPolicy(clients, alpha=cfg.mixing_alpha, staleness=staleness,
-                              max_failures=cfg.max_failures)
-    if cfg.strategy == "fedbuff":
-        return FedBuffPolicy(clients, buffer_size=cfg.buffer_size, server_lr=cfg.server_lr,
-                             staleness=staleness, max_failures=cfg.max_failures)
-    raise ValueError(f"strategy={cfg.strategy!r} is not one of {', '.join(STRATEGIES)}")
+    return entry.build(clients, cfg.scheme_params(), frozenset(known_outliers))

@@ -20,6 +20,7 @@ loss, num_examples); ``buffer_apply`` (version, size); plus ASP's failure rows.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from fl_r2sp.strategies.asp import ASPPolicy
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Record, Update
-from fl_r2sp.strategies.staleness import StalenessFn
+from fl_r2sp.strategies.params import MAX_FAILURES, AsyncParams
 
 
 class FedBuffPolicy(ASPPolicy):
@@ -37,13 +38,12 @@ class FedBuffPolicy(ASPPolicy):
     ----------
     clients : int or sequence of int
         Partition ids (or their count).
-    buffer_size : int, default 10
-        K, updates per server step.
-    server_lr : float, default 1.0
-        Server learning rate on the mean buffered delta (> 0).
-    staleness : StalenessFn, default constant
-        ``s(t)`` weighting each buffered delta.
-    max_failures : int, default 3
+    params : AsyncParams, default AsyncParams()
+        ``buffer_size`` (K, updates per server step), ``server_lr`` (on the mean
+        buffered delta) and ``staleness`` (``s(t)`` weighting each buffered
+        delta) are read (:class:`~fl_r2sp.strategies.params.AsyncParams` states
+        the defaults).
+    max_failures : int, default MAX_FAILURES (3)
         Consecutive failed jobs re-sent before the client is dropped.
     """
 
@@ -52,19 +52,15 @@ class FedBuffPolicy(ASPPolicy):
     def __init__(
         self,
         clients: int | Sequence[int],
-        buffer_size: int = 10,
-        server_lr: float = 1.0,
-        staleness: StalenessFn | None = None,
-        max_failures: int = 3,
+        params: AsyncParams | None = None,
+        max_failures: int = MAX_FAILURES,
     ) -> None:
-        if buffer_size < 1:
-            raise ValueError(f"buffer_size={buffer_size}: K must be >= 1")
-        if server_lr <= 0:
-            raise ValueError(f"server_lr={server_lr} must be > 0")
-        super().__init__(clients, mixing="fedasync", alpha=1.0, staleness=staleness,
-                         max_failures=max_failures)
-        self.buffer_size = int(buffer_size)
-        self.server_lr = float(server_lr)
+        params = params if params is not None else AsyncParams()
+        # The ASP machinery with FedAsync's weight s(t) and no mixing (alpha = 1).
+        super().__init__(clients, dataclasses.replace(params, mixing="fedasync", alpha=1.0),
+                         max_failures)
+        self.buffer_size = int(params.buffer_size)
+        self.server_lr = float(params.server_lr)
         self._sent: dict[int, np.ndarray] = {}
         self._buffer: np.ndarray | None = None
         self._buffered = 0

@@ -2,7 +2,8 @@
 
 Readings of the paper's ambiguities (the open points: ``docs/paper-notes.md``
 §2.3; our choices and their knobs: ``docs/architecture.md`` §6), each a
-constructor argument:
+field of :class:`~fl_r2sp.strategies.params.GroupParams` or
+:class:`~fl_r2sp.strategies.params.OutlierParams`:
 
 * client ``cid`` belongs to group ``cid % M``; at ``start`` every client gets
   the initial model (tag = group round 0);
@@ -50,12 +51,12 @@ from fl_r2sp.strategies.common import (
     FailureCounter,
     as_model,
     check_start_clients,
-    check_flr2sp_args,
     client_list,
     ignored,
 )
 from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
 from fl_r2sp.strategies.outliers import OutlierFilter, cosine
+from fl_r2sp.strategies.params import MAX_FAILURES, GroupParams, OutlierParams, SchemeParams
 from fl_r2sp.strategies.scoring import (
     CosineReferenceKind,
     client_references,
@@ -70,38 +71,15 @@ class FLR2SPPolicy(Policy):
     ----------
     clients : int or sequence of int
         Partition ids (or their count ``N`` for ids ``0..N-1``).
-    num_groups : int, default 4
-        M; client ``cid`` is in group ``cid % M``.
-    fraction : float, default 0.75
-        C in (0, 1]: a round aggregates the first ``ceil(C * active)`` updates.
-    gap_factor : float, default 1.0
-        r >= 0: consecutive applications are at least ``r * T / M`` apart.
-    ema_weight : float, default 0.1
-        Weight of the latest round time in the EMA ``T``.
-    initial_round_time : float, default 0.0
-        ``T`` before the first measurement (0: no gap until then, then the
-        first measurement is taken as is).
-    strict_order : bool, default True
-        Fixed group order (paper); False lets any collected group apply.
-    aggregation : {"mean", "weighted"}, default "mean"
-        Intra-group mean: unweighted (paper) or by ``num_examples``.
-    outlier_filter : bool, default True
-        Blacklist clients (scores are computed and logged either way).
-    cosine_threshold : float, default 0.5
-        β of the outlier filter.
-    outlier_rounds : int, default 3
-        Consecutive low scores that blacklist a client.
+    group : GroupParams, default GroupParams()
+        M, C, r, the EMA of T, the group order and the intra-group mean
+        (:class:`~fl_r2sp.strategies.params.GroupParams` states each default);
+        M must not exceed the number of clients.
+    outliers : OutlierParams, default OutlierParams()
+        The cosine outlier filter (:class:`~fl_r2sp.strategies.params.OutlierParams`).
     known_outliers : frozenset of int, default empty
         Ground truth for blacklist precision/recall.
-    cosine_reference : str, default "group"
-        Reference delta (:mod:`fl_r2sp.strategies.scoring`).
-    outlier_warmup : int, default 0
-        Group rounds scored by nobody at the start (0 = score from the first,
-        as the paper); early deltas are mostly SGD noise.
-    score_stragglers : bool, default False
-        Also score stragglers: their delta from the model they started from
-        against their group's latest reference delta.
-    max_failures : int, default 3
+    max_failures : int, default MAX_FAILURES (3)
         Consecutive failed jobs re-sent before the client is dropped.
     """
 
@@ -110,39 +88,29 @@ class FLR2SPPolicy(Policy):
     def __init__(
         self,
         clients: int | Sequence[int],
-        num_groups: int = 4,
-        fraction: float = 0.75,
-        gap_factor: float = 1.0,
-        ema_weight: float = 0.1,
-        initial_round_time: float = 0.0,
-        strict_order: bool = True,
-        aggregation: AggregationKind = "mean",
-        outlier_filter: bool = True,
-        cosine_threshold: float = 0.5,
-        outlier_rounds: int = 3,
+        group: GroupParams | None = None,
+        outliers: OutlierParams | None = None,
         known_outliers: frozenset[int] = frozenset(),
-        cosine_reference: CosineReferenceKind = "group",
-        score_stragglers: bool = False,
-        max_failures: int = 3,
-        outlier_warmup: int = 0,
+        max_failures: int = MAX_FAILURES,
     ) -> None:
-        if outlier_warmup < 0:
-            raise ValueError(f"outlier_warmup must be >= 0, got {outlier_warmup}")
-        self.outlier_warmup = int(outlier_warmup)
+        group = group if group is not None else GroupParams()
+        outliers = outliers if outliers is not None else OutlierParams()
         self._clients = client_list(clients)
-        check_flr2sp_args(len(self._clients), num_groups, fraction, gap_factor, aggregation,
-                    cosine_reference)
-        self.num_groups = int(num_groups)
-        self.fraction = float(fraction)
-        self.gap_factor = float(gap_factor)
-        self.strict_order = bool(strict_order)
-        self.aggregation: AggregationKind = aggregation
-        self.cosine_reference: CosineReferenceKind = cosine_reference
-        self.score_stragglers = bool(score_stragglers)
-        self.filter = OutlierFilter(cosine_threshold, outlier_rounds, known_outliers,
-                                    enabled=outlier_filter)
+        if not group.num_groups <= len(self._clients):
+            raise ValueError(f"num_groups={group.num_groups} must lie in [1, number of clients "
+                             f"= {len(self._clients)}]")
+        self.group_params, self.outlier_params = group, outliers
+        self.outlier_warmup = int(outliers.warmup)
+        self.num_groups = int(group.num_groups)
+        self.fraction = float(group.fraction)
+        self.gap_factor = float(group.gap_factor)
+        self.strict_order = bool(group.strict_order)
+        self.aggregation: AggregationKind = group.aggregation
+        self.cosine_reference: CosineReferenceKind = outliers.reference
+        self.score_stragglers = bool(outliers.score_stragglers)
+        self.filter = OutlierFilter(outliers, known_outliers)
         self.failures = FailureCounter(max_failures)
-        self.ema = RoundTimeEMA(ema_weight, initial_round_time)
+        self.ema = RoundTimeEMA(group.ema_weight, group.initial_round_time)
         self._groups: list[GroupState] = []
         self._w = np.zeros(0, dtype=np.float32)
         self._version = 0
@@ -153,6 +121,12 @@ class FLR2SPPolicy(Policy):
         self._stopped = False
         self._active: list[int] = []  # active members per group, kept up to date
         self.num_stragglers = 0
+
+    @classmethod
+    def from_scheme(cls, clients: Sequence[int], scheme: SchemeParams,
+                    known_outliers: frozenset[int]) -> FLR2SPPolicy:
+        """The policy a run configuration's scheme knobs describe (the registry's builder)."""
+        return cls(clients, scheme.group, scheme.outliers, known_outliers, scheme.max_failures)
 
     # ------------------------------------------------------------------ API
     @property

@@ -15,20 +15,19 @@ class RoundTimeEMA:
 
     Parameters
     ----------
-    weight : float, default 0.1
-        Weight ``a`` of the latest observation: ``T <- (1 - a) * T + a * round_time``.
-    initial : float, default 0.0
-        ``T`` before the first measurement. When it is 0 ("unknown") the first
-        measurement is taken as is (``T = round_time``) instead of being
-        averaged with 0, which would make the gap start 10x too small and
-        creep up over ~20 rounds; a positive ``initial`` is averaged normally.
+    weight : float
+        Weight ``a`` in (0, 1] of the latest observation:
+        ``T <- (1 - a) * T + a * round_time`` (``GroupParams.ema_weight``).
+    initial : float
+        ``T`` (>= 0) before the first measurement (``GroupParams.initial_round_time``).
+        When it is 0 ("unknown") the first measurement is taken as is
+        (``T = round_time``) instead of being averaged with 0, which would make
+        the gap start 10x too small and creep up over ~20 rounds; a positive
+        ``initial`` is averaged normally. Both values come from a
+        :class:`~fl_r2sp.strategies.params.GroupParams`, which validated them.
     """
 
-    def __init__(self, weight: float = 0.1, initial: float = 0.0) -> None:
-        if not 0.0 < weight <= 1.0:
-            raise ValueError(f"ema weight {weight} must lie in (0, 1]")
-        if initial < 0:
-            raise ValueError(f"initial round time {initial} must be >= 0")
+    def __init__(self, weight: float, initial: float) -> None:
         self.weight = float(weight)
         self.value = float(initial)
         self.count = 0

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from fl_r2sp.strategies.params import OutlierParams
+
 
 def cosine(delta: np.ndarray, reference: np.ndarray) -> float:
     """Cosine similarity of two flat vectors (float64 arithmetic).
@@ -42,31 +44,25 @@ class OutlierFilter:
 
     Parameters
     ----------
-    threshold : float, default 0.5
-        β: a score strictly below it is a low (outlier-like) round.
-    rounds : int, default 3
-        Consecutive low scored rounds that blacklist a client.
+    params : OutlierParams, default OutlierParams()
+        ``cosine_threshold`` (β: a score strictly below it is a low,
+        outlier-like round), ``rounds`` (consecutive low scored rounds that
+        blacklist a client) and ``enabled`` (when False, scores are still
+        tracked for the logs but nobody is blacklisted) are read.
     known_outliers : frozenset of int, default empty
         Ground-truth outlier ids, only used for :meth:`precision` / :meth:`recall`.
-    enabled : bool, default True
-        When False, scores are still tracked (for logs) but nobody is blacklisted.
     """
 
     def __init__(
         self,
-        threshold: float = 0.5,
-        rounds: int = 3,
+        params: OutlierParams | None = None,
         known_outliers: frozenset[int] = frozenset(),
-        enabled: bool = True,
     ) -> None:
-        if not -1.0 <= threshold <= 1.0:
-            raise ValueError(f"cosine threshold {threshold} must lie in [-1, 1]")
-        if rounds < 1:
-            raise ValueError(f"outlier rounds {rounds} must be >= 1")
-        self.threshold = float(threshold)
-        self.rounds = int(rounds)
+        params = params if params is not None else OutlierParams()
+        self.threshold = float(params.cosine_threshold)
+        self.rounds = int(params.rounds)
         self.known_outliers = frozenset(int(c) for c in known_outliers)
-        self.enabled = bool(enabled)
+        self.enabled = bool(params.enabled)
         self.blacklisted: set[int] = set()
         #: Time at which each blacklisted client was blacklisted.
         self.blacklist_times: dict[int, float] = {}

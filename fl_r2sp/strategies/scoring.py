@@ -17,14 +17,14 @@ is the paper's) are, by ``cosine_reference``:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
 from fl_r2sp.strategies.aggregation import weighted_sum
 
 CosineReferenceKind = Literal["group", "group-loo", "global-change", "global-step"]
-REFERENCE_KINDS: tuple[str, ...] = ("group", "group-loo", "global-change", "global-step")
+REFERENCE_KINDS: tuple[str, ...] = get_args(CosineReferenceKind)
 
 
 def group_reference(

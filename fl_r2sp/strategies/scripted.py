@@ -10,7 +10,8 @@ Ties: a timer due at exactly the time of a scripted event fires first.
 
 Example
 -------
->>> drv = ScriptedDriver(FLR2SPPolicy(4, num_groups=2, fraction=0.5))  # doctest: +SKIP
+>>> policy = FLR2SPPolicy(4, GroupParams(num_groups=2, fraction=0.5))   # doctest: +SKIP
+>>> drv = ScriptedDriver(policy)                                        # doctest: +SKIP
 >>> drv.start(np.zeros(2, np.float32))                                  # doctest: +SKIP
 >>> drv.update(1.0, cid=0, delta=[1.0, 0.0])                            # doctest: +SKIP
 """

@@ -18,12 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from fl_r2sp.strategies._records import keyed, require, require_choice
+
 StalenessKind = Literal["constant", "polynomial", "hinge"]
 
 
 @dataclass(frozen=True)
 class StalenessFn:
     """A staleness function ``s(t)`` (call it with the staleness ``t``).
+
+    Also the parameter record of the staleness knobs (run-config keys
+    ``staleness``, ``staleness-a``, ``staleness-b``). The run's default function
+    is :class:`~fl_r2sp.strategies.params.AsyncParams`' (polynomial); a bare
+    ``StalenessFn()`` is the neutral constant one.
 
     Parameters
     ----------
@@ -35,19 +42,14 @@ class StalenessFn:
         Staleness up to which ``hinge`` gives full weight. Must be >= 0.
     """
 
-    kind: StalenessKind = "constant"
-    a: float = 0.5
-    b: float = 4.0
+    kind: StalenessKind = keyed("constant", "staleness")
+    a: float = keyed(0.5, "staleness-a")
+    b: float = keyed(4.0, "staleness-b")
 
     def __post_init__(self) -> None:
-        if self.kind not in ("constant", "polynomial", "hinge"):
-            raise ValueError(
-                f"staleness={self.kind!r} is not one of 'constant', 'polynomial', 'hinge'"
-            )
-        if self.a < 0:
-            raise ValueError(f"staleness-a={self.a} must be >= 0")
-        if self.b < 0:
-            raise ValueError(f"staleness-b={self.b} must be >= 0")
+        require_choice(self, "kind", StalenessKind)
+        require(self, "a", self.a >= 0, "must be >= 0")
+        require(self, "b", self.b >= 0, "must be >= 0")
 
     def __call__(self, staleness: int) -> float:
         """Weight in (0, 1] of an update that is ``staleness`` versions old.
