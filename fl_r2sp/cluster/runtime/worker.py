@@ -186,7 +186,7 @@ class Worker:
         ):
             nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
             result.update(evaluate(self.model, test.x, test.y, self.cfg.eval_samples,
-                                   self.device))  # fmt: skip
+                                   self.device, self.cfg.seed))  # fmt: skip
         set_json(self.store, P.EVAL_KEY, result)
 
     def _transfer(self, fn: Any, what: str) -> Any:
@@ -210,18 +210,22 @@ class _ServerFailure(RuntimeError):
 
 @torch.no_grad()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, limit: int,
-             device: torch.device) -> dict[str, float]:  # fmt: skip
-    """Accuracy (per class label, or per token) and mean loss on the first ``limit`` examples.
+             device: torch.device, seed: int = 0) -> dict[str, float]:  # fmt: skip
+    """Accuracy (per class label, or per token) and mean loss on ``limit`` test examples.
 
+    The examples are a seeded random subset (all of them if ``limit`` covers the split): the
+    packed CIFAR-10 archives are sorted by class, so the first ``limit`` would be biased.
     BatchNorm layers use the evaluating worker's own running statistics (they are buffers,
     not parameters, and stay on the workers).
     """
     model.eval()
-    n = min(limit, int(y.shape[0]))
+    total_n = int(y.shape[0])
+    n = min(limit, total_n)
+    order = torch.randperm(total_n, generator=torch.Generator().manual_seed(seed))[:n]
     correct, total, loss_sum = 0, 0, 0.0
     for a in range(0, n, EVAL_BATCH):
-        b = min(a + EVAL_BATCH, n)
-        xb, yb = x[a:b].to(device), y[a:b].to(device)
+        idx = order[a : a + EVAL_BATCH]
+        xb, yb = x[idx].to(device), y[idx].to(device)
         logits = model(xb)
         flat = logits.reshape(-1, logits.shape[-1])
         loss_sum += float(F.cross_entropy(flat, yb.reshape(-1), reduction="sum"))
