@@ -1,6 +1,7 @@
 """Cluster-mode benchmark: the shipped runtime against raw gloo, R²SP against BSP, the bucket.
 
-Three measurements, printed side by side with their goals (issue 11):
+Three measurements (and a fourth for GPU machines), printed side by side with their goals
+(issue 11):
 
 (a) PS overhead. The runtime (``python -m fl_r2sp.cluster``, ASP, scripted zero compute so
     only communication remains) against raw gloo point-to-point with the same message size
@@ -13,6 +14,8 @@ Three measurements, printed side by side with their goals (issue 11):
 (c) The token bucket on real loopback transfers: workers push (then pull) chunked messages
     through the runtime's ``recv_chunked``/``send_chunked`` with the PS charging one ingress
     (egress) bucket; the measured PS rate against the cap. Goal: within 5 %.
+(d) Only with ``--only d``, for a GPU machine: 8 workers sharing one GPU (``--d-devices cuda``)
+    on ResNet-32, samples/s per worker (overall and compute only).
 
 The first iteration of every worker (connection set-up, first-touch allocation) is dropped
 from (a) and (b). Numbers on a shared 2-core VM are CPU-bound and noisy (about +-30 % run to
@@ -22,6 +25,7 @@ Usage::
 
     python benchmarks/bench_cluster.py                 # all three, about 3 minutes on 2 cores
     python benchmarks/bench_cluster.py --only b --iterations 12 --bandwidth 40
+    python benchmarks/bench_cluster.py --only d            # on a CUDA machine
 """
 
 from __future__ import annotations
@@ -239,6 +243,27 @@ def part_c(args: argparse.Namespace) -> dict[str, Any]:
     return {**rates, "cap_mb_s": args.cap}
 
 
+def part_d(args: argparse.Namespace, runs: Path) -> dict[int, dict[str, float]]:
+    """(d) ``--d-workers`` workers sharing ``--d-devices`` on ResNet-32 (ASP, unthrottled):
+    per worker, samples/s over its whole iterations and over its compute time alone."""
+    cfg = _base(args, runs, workers=args.d_workers, scheme=SchemeParams("asp"),
+                model="resnet32", dataset=args.d_dataset, batch_size=args.d_batch_size,
+                max_iterations=args.d_iterations + 1, devices=tuple(args.d_devices.split(",")),
+                data_dir=args.data_dir)  # fmt: skip
+    summary = launch(cfg)
+    rows = [r for r in read_rows(Path(summary["run_dir"]) / "workers.csv")
+            if int(r["iteration"]) >= 1]  # fmt: skip
+    out: dict[int, dict[str, float]] = {}
+    for w in sorted({int(r["worker"]) for r in rows}):
+        mine = [r for r in rows if int(r["worker"]) == w]
+        samples = sum(int(r["batch_size"]) for r in mine)
+        span = max(float(r["t_end"]) for r in mine) - min(float(r["t_start"]) for r in mine)
+        compute = sum(float(r["compute_s"]) for r in mine)
+        out[w] = {"samples_per_s": samples / span, "compute_samples_per_s": samples / compute,
+                  "device": mine[0].get("device", "?")}  # type: ignore[dict-item]  # fmt: skip
+    return out
+
+
 def report(title: str, rows: list[tuple[str, str]]) -> None:
     print(f"\n({title})")
     for label, value in rows:
@@ -247,10 +272,10 @@ def report(title: str, rows: list[tuple[str, str]]) -> None:
 
 def run_parts(
     args: argparse.Namespace, runs: Path, msg_bytes: int
-) -> list[tuple[str, str, str, bool]]:
+) -> list[tuple[str, str, str, bool | None]]:
     """Run the parts in ``args.only``; each gives (name, value, goal, met) for the summary."""
     ms = lambda s: f"{s * 1e3:8.1f} ms"  # noqa: E731
-    verdicts = []
+    verdicts: list[tuple[str, str, str, bool | None]] = []
     if "a" in args.only:
         a = part_a(args, runs, msg_bytes)
         report(f"a: PS vs raw gloo, loopback, {args.a_workers} workers x {args.a_iterations} "
@@ -282,6 +307,17 @@ def run_parts(
         ])  # fmt: skip
         verdicts.append(("(c) bucket rate vs cap, worst", f"{worst * 100:.1f}% off", "<= 5%",
                          worst <= 0.05))  # fmt: skip
+    if "d" in args.only:
+        d = part_d(args, runs)
+        report(f"d: {args.d_workers} workers on {args.d_devices}, resnet32, {args.d_dataset}, "
+               f"batch {args.d_batch_size}, {args.d_iterations} iterations", [
+            (f"worker {w} ({v['device']}) samples/s: overall / compute only",
+             f"{v['samples_per_s']:8.1f} / {v['compute_samples_per_s']:8.1f}")
+            for w, v in d.items()
+        ])  # fmt: skip
+        total = sum(v["samples_per_s"] for v in d.values())
+        verdicts.append(("(d) all workers together", f"{total:.0f} samples/s", "(measurement)",
+                         None))  # fmt: skip
     return verdicts
 
 
@@ -294,7 +330,8 @@ def main(args: argparse.Namespace) -> int:
         verdicts = run_parts(args, runs, msg_bytes)
     print("\nsummary")
     for name, value, goal, met in verdicts:
-        print(f"  {name:<34} {value:<22} goal {goal:<26} {'met' if met else 'NOT met'}")
+        verdict = "-" if met is None else "met" if met else "NOT met"
+        print(f"  {name:<34} {value:<22} goal {goal:<26} {verdict}")
     return 0
 
 
@@ -304,7 +341,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     a = p.add_argument
-    a("--only", default="abc", help="which parts to run, e.g. 'b' or 'ac' [abc]")
+    a("--only", default="abc", help="parts to run, e.g. 'b' or 'ac'; 'd' needs a GPU [abc]")
     a("--model", default="mlp-wide", help="model whose size sets the messages [mlp-wide]")
     a("--batch-size", type=int, default=32, help="(b) batch size [32]")
     a("--seed", type=int, default=0, help="seed [0]")
@@ -320,6 +357,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a("--c-mb", type=int, default=2, help="(c) message size in MB [2]")
     a("--cap", type=float, default=40.0, help="(c) bucket cap, MB/s [40]")
     a("--chunk-kb", type=int, default=256, help="(c) chunk size, KiB [256]")
+    a("--d-workers", type=int, default=8, help="(d) workers sharing the device(s) [8]")
+    a("--d-devices", default="cuda", help="(d) worker devices, round-robin [cuda]")
+    a("--d-dataset", default="synthetic", help="(d) synthetic or cifar10 [synthetic]")
+    a("--d-batch-size", type=int, default=128, help="(d) batch size [128]")
+    a("--d-iterations", type=int, default=20, help="(d) measured iterations per worker [20]")
+    a("--data-dir", default="", help="(d) CIFAR-10 folder for --d-dataset cifar10")
     a("--launch-timeout", type=float, default=300.0, help="limit per raw launch, s [300]")
     a("--keep-runs", default="", help="keep the runtime's run directories here")
     # Rank side (this file started by torch.distributed.run); not for users.
