@@ -266,3 +266,25 @@ def test_selective_full_sync_every_c():
     ctl.on_done(full.group, 3.0)
     (part,) = ctl.on_ready(0, 4.0, 1, 1.0)  # k = 1: partial (p = 1)
     assert not part.full and part.members == (0,) and ctl.k == 2
+
+
+def test_wait_ledger_member_and_slot_readings():
+    from fl_r2sp.cluster.policies.reduce.waits import WaitLedger
+
+    ready_at = np.array([0.0, 0.5, 2.0, 0.2])
+    led = WaitLedger()
+    led.evaluation(1.0)
+    led.wait([0, 1], 1.0)  # slot of 2 members opens at 1.0
+    led.evaluation(1.1)  # a timeout with no arrival: slot wasted, 2 x 0.1
+    led.wait([0, 1], 1.1)
+    led.arrival()
+    led.evaluation(2.0)  # worker 2 arrived: this slot is not wasted
+    assert led.launch([0, 1, 2], ready_at, 2.0) == pytest.approx(1.0)
+    # worker 2 became ready (2.0) after both were told to wait: joined, not wasted
+    assert led.totals["waited_member_s"] == pytest.approx(2.0)
+    assert led.totals["wasted_member_s"] == 0.0
+    assert led.totals["wasted_slot_member_s"] == pytest.approx(0.2)
+    led.wait([3], 2.0)
+    assert led.launch([3, 1], ready_at, 2.5) == pytest.approx(0.5)  # nobody new joined
+    assert led.totals["wasted_member_s"] == pytest.approx(0.5)
+    assert led.totals["wait_decisions"] == 3

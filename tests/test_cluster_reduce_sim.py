@@ -180,3 +180,11 @@ def test_spec_validation():
         ReduceSimSpec(ReduceParams("partial"), num_workers=2, lost_at={5: 1.0}).validate()
     with pytest.raises(ValueError, match="bandwidth_gbps"):
         ReduceSimSpec(ReduceParams("partial"), num_workers=2, bandwidth_gbps=(1.0,)).validate()
+
+
+def test_compute_scale_multiplies_the_drawn_times():
+    base = dict(num_workers=3, duration_s=30.0, seed=4)
+    one = run_reduce_sim(ReduceSimSpec(ReduceParams("allreduce"), **base))
+    three = run_reduce_sim(ReduceSimSpec(ReduceParams("allreduce"), compute_scale=3.0, **base))
+    # the first all-reduce starts when the slowest first round ends: 3x later, same draws
+    assert three.syncs[0]["start"] == pytest.approx(3 * one.syncs[0]["start"], rel=1e-12)

@@ -9,8 +9,9 @@ Metrics (the paper's §IV-A, plus the variants the digest asks for):
 * ``total_syncs``: syncs completed within the duration;
 * ``total_iterations``: iterations completed by all workers = sum of the sizes of the completed
   syncs (an iteration ends with its synchronization);
-* ``wasted_wait_s``: BPAWR-wasted wait per worker (seconds; see
-  :mod:`fl_r2sp.cluster.policies.reduce.selective`), and ``wasted_wait_pct`` of the duration;
+* ``wasted_wait_s``: BPAWR-wasted wait per worker (seconds), strict "member" reading, and
+  ``wasted_wait_pct`` of the duration; ``wasted_slot_s`` / ``wasted_slot_pct``: the lenient
+  "slot" reading (both in :mod:`fl_r2sp.cluster.policies.reduce.waits`);
 * ``waited_s``: all BPAWR-induced wait per worker; ``wait_decisions``, ``stall_rescues``,
   ``below_p_launches`` (literal reading), ``full_syncs``.
 """
@@ -29,8 +30,8 @@ from fl_r2sp.cluster.sim.reduce_spec import ReduceSimSpec
 #: Metric names of :meth:`ReduceSimResult.metrics`.
 METRICS: tuple[str, ...] = (
     "sync_time_s", "sync_time_wait_s", "scale", "total_syncs", "total_iterations",
-    "wasted_wait_s", "wasted_wait_pct", "waited_s", "wait_decisions", "stall_rescues",
-    "below_p_launches", "full_syncs",
+    "wasted_wait_s", "wasted_wait_pct", "wasted_slot_s", "wasted_slot_pct", "waited_s",
+    "wait_decisions", "stall_rescues", "below_p_launches", "full_syncs",
 )  # fmt: skip
 
 
@@ -74,6 +75,7 @@ class ReduceSimResult:
         size = np.array([len(s["members"]) for s in done])
         n, duration = self.spec.num_workers, self.spec.duration_s
         wasted = self.stats.get("wasted_member_s", 0.0) / n
+        slot = self.stats.get("wasted_slot_member_s", 0.0) / n
         out = {
             "sync_time_s": _mean(dur),
             "sync_time_wait_s": _mean(dur + wait),
@@ -82,6 +84,8 @@ class ReduceSimResult:
             "total_iterations": float(size.sum()),
             "wasted_wait_s": wasted,
             "wasted_wait_pct": 100.0 * wasted / duration,
+            "wasted_slot_s": slot,
+            "wasted_slot_pct": 100.0 * slot / duration,
             "waited_s": self.stats.get("waited_member_s", 0.0) / n,
         }
         for key in ("wait_decisions", "stall_rescues", "below_p_launches", "full_syncs"):

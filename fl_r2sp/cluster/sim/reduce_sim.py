@@ -101,7 +101,7 @@ class ReduceSim:
         if spec.start == "cold":
             return None  # the controller's default: cold-start empirical CDF
         rng = rng_for(spec.seed, _STREAM_WARM)
-        samples = self.compute.draw(rng, spec.warm_samples)
+        samples = self.compute.draw(rng, spec.warm_samples) * spec.compute_scale
         return EmpiricalProgress(samples.tolist(), spec.params.hazard, 1, learn=False)
 
     # -- driver -----------------------------------------------------------------------
@@ -158,7 +158,8 @@ class ReduceSim:
         if script is not None:
             return float(script[min(self.iteration[w], len(script) - 1)])
         if not self.draws[w]:
-            self.draws[w] = self.compute.draw(self.rngs[w], _BLOCK)[::-1].tolist()
+            block = self.compute.draw(self.rngs[w], _BLOCK) * self.spec.compute_scale
+            self.draws[w] = block[::-1].tolist()
         return self.draws[w].pop()
 
     def _begin_round(self, w: int) -> None:

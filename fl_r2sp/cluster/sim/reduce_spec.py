@@ -46,6 +46,9 @@ class ReduceSimSpec:
         Compute-time proxy (:data:`~fl_r2sp.cluster.sim.reduce_workload.TRACES`).
     trace_samples : sequence of float, optional
         Measured compute times to resample instead of the proxy (see ``load_trace_csv``).
+    compute_scale : float, default 1.0
+        Multiplier (> 0) of every drawn compute time (a sensitivity knob; the warm-start
+        sample is scaled alike). Scripted times are not scaled.
     compute_script : mapping of int to sequence of float, optional
         Scripted compute time per worker and round (the last value repeats); overrides draws.
     network : str, default "analytic"
@@ -77,6 +80,7 @@ class ReduceSimSpec:
     bandwidth_gbps: Sequence[float] | None = None
     trace: str = "transformer"
     trace_samples: Sequence[float] | None = None
+    compute_scale: float = 1.0
     compute_script: Mapping[int, Sequence[float]] = field(default_factory=dict)
     network: str = "analytic"
     approx_time: bool = False
@@ -101,6 +105,7 @@ class ReduceSimSpec:
             raise ValueError(f"num_workers must be an integer >= 1, got {n!r}")
         _positive("duration_s", self.duration_s)
         _positive("model_bytes", self.model_bytes)
+        _positive("compute_scale", self.compute_scale)
         if not (math.isfinite(self.alpha_s) and self.alpha_s >= 0):
             raise ValueError(f"alpha_s must be finite seconds >= 0, got {self.alpha_s!r}")
         if self.bandwidth_gbps is not None and (

@@ -20,10 +20,7 @@ has anything to replace; the **stall guard** launches every queued worker as one
 literal rule launched nothing and no worker is training or syncing (nothing else could ever
 happen), counted in ``stall_rescues``.
 
-Wait accounting (the paper's Fig. 7 "wasted wait time"): a queued worker is *waiting* from the
-first WAIT decision that covers its group until its group launches. That wait is *wasted* when
-no member of the launched group became ready after the worker was told to wait (nobody it
-waited for joined). Waits still open at :meth:`finish` count as wasted (an upper bound).
+Wait accounting (the paper's Fig. 7 "wasted wait time", two readings): :mod:`.waits`.
 """
 
 from __future__ import annotations
@@ -38,6 +35,7 @@ from fl_r2sp.cluster.policies.reduce.base import TRAINING, Launch, ReduceControl
 from fl_r2sp.cluster.policies.reduce.bpawr import LAUNCH, WAIT, BpawrConfig, bpawr
 from fl_r2sp.cluster.policies.reduce.params import ReduceParams
 from fl_r2sp.cluster.policies.reduce.progress import EmpiricalProgress, ProgressModel
+from fl_r2sp.cluster.policies.reduce.waits import WaitLedger
 
 
 class SelectiveReduceController(ReduceController):
@@ -89,19 +87,16 @@ class SelectiveReduceController(ReduceController):
             approx_time,
         )
         self.k = 0  # syncs launched (the paper's round counter)
-        self.wait_since: dict[int, float] = {}
-        self.stats: dict[str, float] = dict.fromkeys(
-            (
-                "wait_decisions",
-                "waited_member_s",
-                "wasted_member_s",
-                "stall_rescues",
-                "below_p_launches",
-                "full_syncs",
-            ),
-            0.0,
+        self.waits = WaitLedger()
+        self.counts: dict[str, float] = dict.fromkeys(
+            ("stall_rescues", "below_p_launches", "full_syncs"), 0.0
         )
         self._deadline: float | None = None
+
+    @property
+    def stats(self) -> dict[str, float]:
+        """Counters: the wait ledger's totals, stall rescues, below-p launches, full syncs."""
+        return {**self.waits.totals, **self.counts}
 
     def next_deadline(self) -> float | None:
         """Δt after the last evaluation, while at least p workers wait; else None."""
@@ -113,18 +108,16 @@ class SelectiveReduceController(ReduceController):
 
     def on_worker_lost(self, worker: int, now: float) -> list[Launch]:
         """Drop the worker and its open wait; re-evaluate."""
-        self.wait_since.pop(worker, None)
+        self.waits.forget(worker)
         return super().on_worker_lost(worker, now)
 
     def finish(self, now: float) -> None:
-        """Close open waits as wasted (an upper bound)."""
-        for since in self.wait_since.values():
-            self.stats["waited_member_s"] += now - since
-            self.stats["wasted_member_s"] += now - since
-        self.wait_since.clear()
+        """Close open waits and slots as wasted (an upper bound)."""
+        self.waits.finish(now)
 
     def _observe(self, compute_s: float) -> None:
         self.progress.observe(compute_s)
+        self.waits.arrival()
 
     def _full_due(self) -> bool:
         c = self.params.full_sync_every
@@ -132,9 +125,10 @@ class SelectiveReduceController(ReduceController):
 
     def _evaluate(self, now: float) -> list[Launch]:
         self._deadline = None
+        self.waits.evaluation(now)
         if self._full_due():
             if self.live > 0 and len(self.queue) == self.live:
-                self.stats["full_syncs"] += 1
+                self.counts["full_syncs"] += 1
                 self.k += 0 if self.literal else 1
                 return [self._launch(sorted(self.queue), now, full=True)]
             return []
@@ -143,7 +137,7 @@ class SelectiveReduceController(ReduceController):
             return []
         out = self._select(now, p)
         if self.literal and not out and self._stalled():
-            self.stats["stall_rescues"] += 1
+            self.counts["stall_rescues"] += 1
             self.note("rescue", now, members=sorted(self.queue))
             out = [self._launch(sorted(self.queue), now)]
             self.k += 1
@@ -172,7 +166,7 @@ class SelectiveReduceController(ReduceController):
                 members = [w for w in group if w not in moved]
             if res.decision == LAUNCH and members:
                 if len(members) < p:
-                    self.stats["below_p_launches"] += 1
+                    self.counts["below_p_launches"] += 1
                 out.append(self._launch(members, now))
                 self.k += 1
             elif res.decision == WAIT:
@@ -182,10 +176,7 @@ class SelectiveReduceController(ReduceController):
     def _wait(
         self, group: Sequence[int], replace: Sequence[int], saved: float, k: int, now: float
     ) -> None:
-        self.stats["wait_decisions"] += 1
-        for w in group:
-            if w not in self.wait_since:
-                self.wait_since[w] = now
+        self.waits.wait(group, now)
         self.note(
             "wait", now, members=list(group), replace=list(replace), saved_s=saved, expected=k
         )
@@ -194,11 +185,5 @@ class SelectiveReduceController(ReduceController):
         return len(self.queue) == self.live and not self.groups
 
     def _launch(self, members: Sequence[int], now: float, full: bool = False) -> Launch:
-        waits = [(w, self.wait_since.pop(w)) for w in members if w in self.wait_since]
-        waited = now - min(s for _, s in waits) if waits else 0.0
-        for _, since in waits:
-            joined = any(self.ready_at[x] > since for x in members)
-            self.stats["waited_member_s"] += now - since
-            if not joined:
-                self.stats["wasted_member_s"] += now - since
+        waited = self.waits.launch(members, self.ready_at, now)
         return self.launch(members, now, full=full, waited_s=waited)
