@@ -20,6 +20,7 @@ import argparse
 import csv
 import gzip
 import hashlib
+import io
 import json
 import math
 import os
@@ -34,6 +35,7 @@ import numpy as np
 
 from experiments import provenance
 from experiments.conf import DATASET_OF, DEFAULT_SEEDS, META_KEYS, SCALES, scale_settings
+from fl_r2sp.telemetry.rundir import atomic_write_bytes
 
 #: Strategies whose global updates are group applications (rounds x M updates).
 _GROUPED = ("fl-r2sp", "bsp")
@@ -229,18 +231,20 @@ def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool
     started = time.perf_counter()
     out = run(cfg.replace(run_dir=str(runs)), write=False, progress=False)
     runs.mkdir(parents=True, exist_ok=True)
+    # Side files first, each whole by a rename; the record (the completion marker) last.
     for suffix, rows in ((".jobs.json.gz", out.events.jobs), (".records.json.gz", out.events.records)):
-        with gzip.open(path.with_suffix(suffix), "wt") as fh:
-            json.dump(rows, fh, default=_plain)
-    np.savez_compressed(path.with_suffix(".traces.npz"),
-                        **{f"{k}__{i}": a for k, pair in out.traces.items() for i, a in enumerate(pair)})
+        atomic_write_bytes(path.with_suffix(suffix),
+                           gzip.compress(json.dumps(rows, default=_plain).encode()))
+    traces = io.BytesIO()
+    np.savez_compressed(traces, **{f"{k}__{i}": a for k, pair in out.traces.items()
+                                   for i, a in enumerate(pair)})
+    atomic_write_bytes(path.with_suffix(".traces.npz"), traces.getvalue())
     rec = provenance.stamp({"label": label, "key": key, "seed": seed,
                             "config": cfg.to_run_config(), "summary": out.summary,
                             "history": out.history}, ckey, time.perf_counter() - started)
     provenance.note_used(rec)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rec, default=_plain))
-    tmp.replace(path)  # atomic: an interrupted run leaves no half-written result
+    # Atomic: an interrupted run leaves no half-written result, and no record without its files.
+    atomic_write_bytes(path, json.dumps(rec, default=_plain).encode())
     say(f"{args.item}: {label} seed {seed}: done in {time.perf_counter() - started:.0f} s")
     return rec
 

@@ -12,7 +12,6 @@ scripts and the tests (over the in-process transport)::
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -25,7 +24,9 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.server.admission import Admission, AdmissionParams, RunFailed, run_problem
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
+from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
 from fl_r2sp.server.transport import Transport
 from fl_r2sp.server.virtual_loop import VirtualLoop
 from fl_r2sp.server.wall_loop import WallLoop
@@ -34,9 +35,6 @@ from fl_r2sp.strategies.registry import scheme
 from fl_r2sp.telemetry.eventlog import EventLog
 
 log = logging.getLogger("fl_r2sp")
-
-#: Sampling interval of the server-link traces (the paper's nethogs: 100 ms).
-TRACE_INTERVAL = 0.1
 
 
 @dataclass
@@ -95,6 +93,14 @@ def run(
         Log a line per evaluation and a summary at the end.
     run_name : str or None (default: None)
         Folder name (default: strategy-dataset-seed-timestamp).
+
+    Raises
+    ------
+    RunFailed
+        After the run directory is written, if the final model is non-finite
+        or more than ``max-lost-share`` of the clients were lost
+        (:func:`fl_r2sp.server.admission.run_problem`); ``summary["status"]``
+        is then ``"failed"`` and ``summary["failure"]`` says why.
     """
     from fl_r2sp.clients.runtime import data_for, runtime_for
     from fl_r2sp.server.evaluation import CentralEvaluator, initial_weights
@@ -116,21 +122,48 @@ def run(
         evaluator = CentralEvaluator(cfg)
     loop, network = _build_loop(cfg, policy, transport, weights, evaluator, progress,
                                 {c: runtime.compute_seconds(c) for c in clients})
+    loop.admission = Admission(AdmissionParams.from_config(cfg, _partition_sizes(cfg)),
+                               weights.size)
     started = time.perf_counter()
     try:
         final = loop.run(weights, clients)
     finally:
         transport.close()
     out = _finish(cfg, loop, final, network, outliers, started)
+    problem = _health(cfg, out, len(clients))
     if write:
         out.run_dir = write_run_dir(cfg, out, run_name)
     if progress:
         from fl_r2sp.telemetry.summary import format_summary
 
         log.info("\n%s", format_summary(out.summary))
+        log.info("updates: %d accepted, rejected %s, jobs dropped %s",
+                 out.summary["updates_accepted"], out.summary["updates_rejected"] or "none",
+                 out.summary["jobs_dropped"] or "none")
         if out.run_dir is not None:
             log.info("run directory: %s", out.run_dir)
+    if problem is not None:
+        log.error("run failed: %s", problem)
+        raise RunFailed(problem, out)
     return out
+
+
+def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:
+    """Training examples per partition id, as the server partitions the data (None: not loaded)."""
+    if cfg.timing_only:
+        return None  # timing runs load no data; clients report 1 example
+    from fl_r2sp.clients.runtime import data_for
+
+    return {i: int(n) for i, n in enumerate(data_for(cfg).partition.sizes())}
+
+
+def _health(cfg: RunConfig, out: RunOutput, num_clients: int) -> str | None:
+    """Record the run's status and lost clients in its summary; the failure reason or None."""
+    lost = list(out.summary.get("policy_dropped") or [])
+    problem = run_problem(out.weights, len(lost), num_clients, cfg.max_lost_share)
+    out.summary.update(clients_lost=len(lost), lost_share=len(lost) / max(1, num_clients),
+                       status="failed" if problem else "completed", failure=problem)
+    return problem
 
 
 def _build_loop(cfg: RunConfig, policy, transport: Transport, weights: np.ndarray,
@@ -197,59 +230,3 @@ def _finish(cfg, loop, final, network: Network | None, outliers, started) -> Run
     summary.update(strategy=cfg.strategy, seed=cfg.seed, num_outliers=len(outliers),
                    run_seconds=time.perf_counter() - started)
     return RunOutput(final, loop.history, summary, loop.events, traces)
-
-
-def write_run_dir(cfg: RunConfig, out: RunOutput, run_name: str | None = None) -> Path:
-    """Write config, summary, history, events, traces and plots; return the folder."""
-    name = run_name or f"{cfg.strategy}-{cfg.dataset}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    directory = Path(cfg.run_dir) / name
-    directory.mkdir(parents=True, exist_ok=True)
-    meta = {"config": cfg.to_run_config(), "seed": cfg.seed}
-    (directory / "config.json").write_text(json.dumps(meta, indent=2))
-    (directory / "summary.json").write_text(json.dumps({**meta, "summary": out.summary}, indent=2, default=str))
-    _write_csv(directory / "history.csv", out.history)
-    np.save(directory / "weights.npy", out.weights)
-    out.events.write(directory)
-    for link, (times, nbytes) in out.traces.items():
-        np.savetxt(directory / f"trace-{link}.csv", np.column_stack([times, nbytes]),
-                   delimiter=",", header="time,bytes", comments="")
-    if not cfg.timing_only:
-        _write_partition(cfg, directory)
-    if cfg.plots:
-        from fl_r2sp.telemetry.plots import write_run_plots
-
-        write_run_plots(directory, out.events.jobs, out.events.records, out.traces,
-                        TRACE_INTERVAL, out.history)
-    return directory
-
-
-def _write_partition(cfg: RunConfig, directory: Path) -> None:
-    """Per-client label histograms, realised top/smallest class shares and outlier ids.
-
-    CSV always, PNG if plots are on. The shares are of the rows the client
-    really holds (what ``paper-strict`` guarantees, and what pool exhaustion
-    may move away from the drawn proportions).
-    """
-    from fl_r2sp.clients.runtime import data_for
-
-    data = data_for(cfg)
-    hist = data.label_histograms()
-    shares = data.partition.class_shares(data.train.y, hist.shape[1])
-    outliers = sorted(data.partition.outlier_ids)
-    header = "client,outlier,top_share,min_share," + ",".join(
-        f"class_{c}" for c in range(hist.shape[1]))
-    rows = [f"{i},{int(i in outliers)},{s[0]:.6f},{s[1]:.6f}," + ",".join(map(str, h))
-            for i, (h, s) in enumerate(zip(hist, shares))]
-    (directory / "partition.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
-    if cfg.plots:
-        from fl_r2sp.datasets.plot import plot_label_histograms
-
-        plot_label_histograms(hist, outliers, directory / "partition.png")
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    keys: list[str] = []
-    for row in rows:
-        keys += [k for k in row if k not in keys]
-    lines = [",".join(keys)] + [",".join(str(r.get(k, "")) for k in keys) for r in rows]
-    path.write_text("\n".join(lines) + "\n")
