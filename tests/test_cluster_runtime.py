@@ -21,6 +21,7 @@ from fl_r2sp.cluster.data import BatchStream, make_dataset
 from fl_r2sp.cluster.models import batch_loss, build_model
 from fl_r2sp.cluster.policies import SchemeParams
 from fl_r2sp.cluster.runtime.local import run_local
+from fl_r2sp.cluster.runtime.server import KILL_SERVER_ENV
 from fl_r2sp.cluster.runtime.worker import KILL_ENV, worker_seed
 
 #: Largest shortfall of a real permission gap below the policy's r·T/N we accept (scheduling
@@ -121,7 +122,16 @@ def test_a_killed_worker_ends_a_bsp_run_naming_it(tmp_path: Path) -> None:
     assert "worker 1 (rank 3) lost" in run.summary["error"]
     assert "bsp cannot continue" in run.summary["error"]
     assert run.exitcodes == [0, 0, 0, 17, 0]  # the others left cleanly, nothing hung
-    assert run.wall_s < cfg.timeout_s  # ended on the failure, not on a timeout
+    assert run.summary["elapsed_s"] < cfg.timeout_s  # ended on the failure, not a timeout
+
+
+def test_a_dead_parameter_server_ends_the_run_naming_it(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, "asp", max_iterations=8)
+    run = run_local(cfg, env={KILL_SERVER_ENV: "1:5"})  # PS 1 dies after its 5th push
+    assert run.summary is not None and run.summary["status"] == "failed"
+    assert "parameter server 1 (rank 1)" in run.summary["error"]
+    assert run.exitcodes[1] == 18 and run.exitcodes[0] == 0
+    assert run.summary["elapsed_s"] < cfg.timeout_s  # ended on the failure, not a timeout
 
 
 def _cli(

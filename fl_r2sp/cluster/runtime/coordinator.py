@@ -272,6 +272,8 @@ class Coordinator:
         set_json(self.store, P.request_key(w, self._next_req[w]), {"cancel": True})
 
     def _done(self) -> bool:
+        if self.result.error is not None:
+            return True  # no point waiting for the last reports of a failed run
         return all(t.lost is not None or (t.stopped and t.reported >= t.next_grant)
                    for t in self.tracks)  # fmt: skip
 

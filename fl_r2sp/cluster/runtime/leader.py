@@ -70,12 +70,13 @@ def run_leader(ctx: RankContext, policy: Any, init_flat: torch.Tensor) -> dict[s
     result = coord.run()
     ps.join()
     errors = [result.error] if result.error else []
-    flat, reports = _gather(ctx, ps, errors)
+    flat, reports, lost_servers = _gather(ctx, ps, errors)
     evaluation = _evaluation(ctx, result, errors)
     for rep in reports:
         for w, k, t in rep["arrivals"]:
             writer.ps_row(int(rep["shard"]), int(w), int(k), float(t))
     summary = _summary(ctx, result, writer.workers, reports, evaluation, errors)
+    summary["lost_servers"] = lost_servers
     writer.close(summary)
     if flat is not None:
         torch.save({"flat": flat, "bounds": ctx.bounds, "model": cfg.model},
@@ -88,14 +89,15 @@ def run_leader(ctx: RankContext, policy: Any, init_flat: torch.Tensor) -> dict[s
 
 def _gather(
     ctx: RankContext, ps: ParameterServer, errors: list[str]
-) -> tuple[torch.Tensor | None, list[dict[str, Any]]]:
-    """Final parameters of every shard and their statistics (shard 0's own included)."""
+) -> tuple[torch.Tensor | None, list[dict[str, Any]], list[int]]:
+    """Final parameters of every shard, their statistics (shard 0's own included) and the
+    servers that could not deliver them (lost)."""
     flat = torch.zeros(ctx.num_params)
     a, b = ctx.bounds[0]
     flat[a:b] = ps.state.snapshot()
     reports = [ps.report()]
     store = new_store()
-    complete = True
+    lost: list[int] = []
     for s in range(1, ctx.cfg.servers):
         a, b = ctx.bounds[s]
         try:
@@ -104,9 +106,9 @@ def _gather(
             flat[a:b] = buf
             reports.append(wait_get(store, P.ps_report_key(s), ctx.cfg.timeout_s))
         except Exception as exc:
-            complete = False
+            lost.append(s)
             errors.append(f"{ctx.describe(s)} lost: {str(exc).splitlines()[0][:200]}")
-    return (flat if complete else None), reports
+    return (None if lost else flat), reports, lost
 
 
 def _evaluation(ctx: RankContext, result: CoordinatorResult, errors: list[str]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ the same chunks the PS side uses (:func:`fl_r2sp.cluster.runtime.throttle.chunk_
 float32 elements), so every receive posts exactly the size that arrives: the first chunk on
 the first tag, the rest on the second, all from one source and matched in order (gloo keeps
 the order of messages per peer and tag). Each ``wait`` is bounded by the process group's
-timeout.
+timeout; a failed transfer raises :class:`ShardUnreachable` naming the parameter server, after
+the transfers with the other shards have completed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,27 @@ def pieces(msg: torch.Tensor, chunk_bytes: int) -> list[torch.Tensor]:
         views.append(msg[start : start + size])
         start += size
     return views
+
+
+class ShardUnreachable(RuntimeError):
+    """A transfer with parameter server ``shard`` failed (its process died or timed out)."""
+
+    def __init__(self, shard: int, cause: BaseException) -> None:
+        text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        super().__init__(f"parameter server {shard} (rank {shard}) unreachable: {text[:200]}")
+        self.shard = shard
+
+
+def _wait_all(works: list[tuple[int, dist.Work]]) -> None:
+    """Wait for every posted transfer; then raise for the first shard that failed, if any."""
+    failed: ShardUnreachable | None = None
+    for shard, work in works:
+        try:
+            work.wait()
+        except Exception as exc:  # gloo reports a dead peer as RuntimeError
+            failed = failed or ShardUnreachable(shard, exc)
+    if failed is not None:
+        raise failed
 
 
 def _posted(work: dist.Work | None) -> dist.Work:
@@ -70,16 +92,15 @@ class WorkerLinks:
 
     def pull(self, flat_out: torch.Tensor, min_version: int, iteration: int) -> bool:
         """Fetch every shard into ``flat_out``; False if a shard answered ABORT."""
-        works: list[dist.Work] = []
+        works: list[tuple[int, dist.Work]] = []
         for s, req in enumerate(self.requests):
             P.encode_header(req, P.DATA, self.worker, min_version, iteration)
-            works.append(_posted(dist.isend(req, s, tag=P.TAG_PULL_REQ)))
+            works.append((s, _posted(dist.isend(req, s, tag=P.TAG_PULL_REQ))))
         for s, msg in enumerate(self.pull_msgs):
             for i, piece in enumerate(pieces(msg, self.chunks[s])):
                 tag = P.TAG_PULL if i == 0 else P.TAG_PULL_REST
-                works.append(_posted(dist.irecv(piece, s, tag=tag)))
-        for work in works:
-            work.wait()
+                works.append((s, _posted(dist.irecv(piece, s, tag=tag))))
+        _wait_all(works)
         ok = True
         for s, (a, b) in enumerate(self.bounds):
             kind = P.decode_header(self.pull_msgs[s])[0]
@@ -89,23 +110,23 @@ class WorkerLinks:
 
     def bye(self) -> None:
         """Tell every shard's push receiver and pull server that this worker is done."""
-        works: list[dist.Work] = []
+        works: list[tuple[int, dist.Work]] = []
         for s, req in enumerate(self.requests):
             P.encode_header(req, P.BYE, self.worker)
-            works.append(_posted(dist.isend(req, s, tag=P.TAG_PULL_REQ)))
+            works.append((s, _posted(dist.isend(req, s, tag=P.TAG_PULL_REQ))))
         for msg in self.push_msgs:
             P.encode_header(msg, P.BYE, self.worker)
         works += self._post_sends(self.push_msgs, P.TAG_PUSH, P.TAG_PUSH_REST)
-        for work in works:
-            work.wait()
+        _wait_all(works)
 
-    def _post_sends(self, msgs: list[torch.Tensor], first: int, rest: int) -> list[dist.Work]:
-        works: list[dist.Work] = []
+    def _post_sends(
+        self, msgs: list[torch.Tensor], first: int, rest: int
+    ) -> list[tuple[int, dist.Work]]:
+        works: list[tuple[int, dist.Work]] = []
         for s, msg in enumerate(msgs):
             for i, piece in enumerate(pieces(msg, self.chunks[s])):
-                works.append(_posted(dist.isend(piece, s, tag=first if i == 0 else rest)))
+                works.append((s, _posted(dist.isend(piece, s, tag=first if i == 0 else rest))))
         return works
 
     def _send_all(self, msgs: list[torch.Tensor], first: int, rest: int) -> None:
-        for work in self._post_sends(msgs, first, rest):
-            work.wait()
+        _wait_all(self._post_sends(msgs, first, rest))

@@ -126,6 +126,7 @@ def _play(cfg: ClusterConfig, rank: int, world_size: int, local_rank: int) -> di
 
             summary = run_leader(ctx, policy, flat)
             gone = {P.worker_rank(int(w), cfg.servers) for w in summary["lost_workers"]}
+            gone |= set(summary["lost_servers"])
             return summary
         if ctx.is_server:
             from fl_r2sp.cluster.runtime.leader import run_other_server

@@ -17,6 +17,7 @@ is reported lost through ``on_lost`` (rank 0 forwards it to the coordinator).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -31,6 +32,9 @@ from fl_r2sp.cluster.runtime.shard import RunAborted, ShardState
 from fl_r2sp.cluster.runtime.throttle import MB, TokenBucket, recv_chunked, send_chunked
 
 LostCallback = Callable[[int, str], None]
+#: Test hook: ``"<server>:<n>"`` makes that PS's process exit abruptly (``os._exit(18)``) once
+#: it has received ``n`` pushes.
+KILL_SERVER_ENV = "FL_R2SP_CLUSTER_KILL_SERVER"
 
 
 class ParameterServer:
@@ -73,6 +77,9 @@ class ParameterServer:
         self.lost: dict[int, str] = {}
         self._lock = threading.Lock()
         self.threads: list[threading.Thread] = []
+        hook = os.environ.get(KILL_SERVER_ENV, "")
+        server, _, count = hook.partition(":")
+        self.kill_after = int(count) if hook and int(server) == self.index else -1
 
     def start(self) -> None:
         """Start the push receiver and pull server of every worker."""
@@ -106,6 +113,8 @@ class ParameterServer:
                 self.state.push(w, iteration, batch, msg[P.HEADER :])
                 with self._lock:
                     self.arrivals.append((w, iteration, self.ctx.now()))
+                    if len(self.arrivals) == self.kill_after:
+                        os._exit(18)  # test hook: die abruptly
         except Exception as exc:  # a dead peer surfaces as RuntimeError from gloo
             self._lose(w, f"push from {self.ctx.describe(src)} failed: {_short(exc)}")
 

@@ -37,7 +37,7 @@ from fl_r2sp.cluster.config import num_classes_of
 from fl_r2sp.cluster.models import batch_loss, build_model
 from fl_r2sp.cluster.runtime import protocol as P
 from fl_r2sp.cluster.runtime.context import RankContext, new_store, set_json, wait_get
-from fl_r2sp.cluster.runtime.links import WorkerLinks
+from fl_r2sp.cluster.runtime.links import ShardUnreachable, WorkerLinks
 
 KILL_ENV = "FL_R2SP_CLUSTER_KILL"
 EVAL_BATCH = 500
@@ -192,11 +192,8 @@ class Worker:
     def _transfer(self, fn: Any, what: str) -> Any:
         try:
             return fn()
-        except Exception as exc:
-            raise _ServerFailure(
-                f"worker {self.w}: {what} failed, a parameter server is "
-                f"unreachable: {str(exc).splitlines()[0][:200]}"
-            ) from exc
+        except ShardUnreachable as exc:
+            raise _ServerFailure(f"{exc} (worker {self.w}, {what})") from exc
 
     def _bye_best_effort(self) -> None:
         # The failed server cannot take it; the live ones do.
