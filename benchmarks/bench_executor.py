@@ -12,9 +12,11 @@ side by side with:
 * each executor's samples/s and its time as a multiple of the limit's (goal
   on CPU: <= 1.3x), the start-up cost (worker processes, data on device)
   apart;
-* the largest weight difference from the serial replies (processes: 0;
-  batched: the float tolerance), next to the difference a one-ulp nudge of
-  the start weights causes in serial training (the scale of rounding noise);
+* the weight differences from the serial replies (processes: 0; batched:
+  the float tolerance): max and median over clients of each client's largest
+  |difference|, and the max relative to the client's largest update entry,
+  next to the same figures for serial jobs whose start weights were nudged
+  by one ulp (``--ulp-clients`` clients: the scale of rounding noise);
 * peak resident memory (main process + workers) for ``--memory-clients``
   clients, each measured in a fresh process with tau ``--memory-iterations``.
 
@@ -150,18 +152,23 @@ def run_round(cfg: RunConfig) -> tuple[dict[int, Reply], float, float, dict[str,
     return replies, ready - started, done - ready, rss
 
 
-def ulp_noise(cfg: RunConfig, cids: list[int]) -> float:
-    """Largest weight change one ulp on the start weights causes in serial jobs."""
+def nudged_replies(cfg: RunConfig, cids: list[int]) -> dict[int, Reply]:
+    """Serial replies of ``cids`` from start weights nudged up by one ulp."""
     runtime = runtime_for(cfg)
-    w = initial_weights(cfg)
-    nudged = np.nextafter(w, np.float32(np.inf)).astype(np.float32)
-    worst = 0.0
-    for cid in cids:
-        a = runtime.run(Job(cid, 0, 0, w)).weights
-        b = runtime.run(Job(cid, 0, 0, nudged)).weights
+    w = np.nextafter(initial_weights(cfg), np.float32(np.inf)).astype(np.float32)
+    return {cid: runtime.run(Job(cid, 0, 0, w)) for cid in cids}
+
+
+def diff_stats(ref: dict[int, Reply], other: dict[int, Reply], start: np.ndarray) -> str:
+    """Max and median over clients of max |weight difference|, and the max relative to the
+    client's largest update entry (|serial - start|)."""
+    per, rel = [], []
+    for cid, reply in other.items():
+        a, b = ref[cid].weights, reply.weights
         assert a is not None and b is not None
-        worst = max(worst, float(np.abs(a - b).max()))
-    return worst
+        per.append(float(np.abs(b - a).max()))
+        rel.append(per[-1] / float(np.abs(a - start).max()))
+    return f"{max(per):>9.2g} {float(np.median(per)):>9.2g} {max(rel):>9.2g}"
 
 
 def timing_table(args: argparse.Namespace) -> None:
@@ -173,35 +180,36 @@ def timing_table(args: argparse.Namespace) -> None:
         f"\nround: {args.clients} clients x tau {args.iterations} x batch {args.batch_size} = "
         f"{samples:,} samples, model {args.model}, augment {args.augment}"
     )
-    head = f"{'':<28} {'samples/s':>10} {'x limit':>8} {'round s':>8} {'start s':>8} {'max|dw|':>9}"
+    head = (
+        f"{'':<28} {'samples/s':>10} {'x limit':>8} {'round s':>8} {'start s':>8} "
+        f"{'max|dw|':>9} {'med|dw|':>9} {'max rel':>9}"
+    )
     print(head + "\n" + "-" * len(head))
     print(
         f"{f'limit (batch {args.limit_batch}, {args.limit_threads} thr)':<28} "
         f"{limit:>10.0f} {1.0:>8.2f} {samples / limit:>8.1f}"
     )
+    start = initial_weights(cfg0)
     ref: dict[int, Reply] | None = None
     for name in args.backends:
         replies, startup, secs, _ = run_round(round_cfg(args, name, args.clients, args.iterations))
         rate = samples / secs
         if name == "serial":
             ref = replies
-        diff = "" if ref is None else f"{max_diff(ref, replies):>9.2g}"
+        diff = "" if ref is None else diff_stats(ref, replies, start)
         label = {"processes": f"processes ({len(_workers(args))} workers)"}.get(name, name)
         print(f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {secs:>8.1f} {startup:>8.1f} {diff}")
-    if ref is not None and "batched" in args.backends:
-        noise = ulp_noise(cfg0, [0, 1])
-        print(f"{'serial, start nudged 1 ulp':<28} {'':>10} {'':>8} {'':>8} {'':>8} {noise:>9.2g}")
+    if ref is not None and args.ulp_clients:
+        cids = list(range(0, args.clients, max(1, args.clients // args.ulp_clients)))
+        noise = diff_stats(ref, nudged_replies(cfg0, cids[: args.ulp_clients]), start)
+        label = f"serial, start +1 ulp ({min(len(cids), args.ulp_clients)} cl.)"
+        print(f"{label:<28} {'':>10} {'':>8} {'':>8} {'':>8} {noise}")
 
 
 def _workers(args: argparse.Namespace) -> range:
     from fl_r2sp.server.executor import resolve_workers
 
     return range(resolve_workers(args.workers))
-
-
-def max_diff(ref: dict[int, Reply], other: dict[int, Reply]) -> float:
-    """Largest |weight difference| over all clients' replies."""
-    return max(float(np.abs(other[c].weights - ref[c].weights).max()) for c in ref)  # type: ignore[operator]
 
 
 def memory_table(args: argparse.Namespace) -> None:
@@ -244,6 +252,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--limit-batch", type=int, default=512)
     p.add_argument("--limit-threads", type=int, default=2)
+    p.add_argument(
+        "--ulp-clients",
+        type=int,
+        default=8,
+        help="clients whose serial job is rerun from start weights + 1 ulp (0 = off)",
+    )
     p.add_argument("--memory-clients", type=int, nargs="*", default=[128, 1000])
     p.add_argument("--memory-iterations", type=int, default=2)
     p.add_argument("--data", default="auto", choices=("auto", "cifar10", "synthetic"))

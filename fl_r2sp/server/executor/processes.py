@@ -17,7 +17,6 @@ memory, a crash) surfaces as an :class:`ExecutorError` naming it.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import queue
 import signal
 import time
@@ -38,9 +37,7 @@ PARENT_CHECK_S = 5.0
 JOIN_TIMEOUT_S = 5.0
 
 
-def _worker_main(
-    cfg: RunConfig, wid: int, tasks: Queue[Any], results: Queue[Any], parent: int
-) -> None:
+def _worker_main(cfg: RunConfig, wid: int, tasks: Queue[Any], results: Queue[Any]) -> None:
     """Entry point of worker ``wid``: build the runtime, then run jobs until ``None``."""
     try:
         import torch
@@ -56,11 +53,13 @@ def _worker_main(
         return
     results.put(("ready", wid, None, self_peak_rss_kb()))
     sleep = cfg.clock == "wall"
+    # The process that started this worker (with a forkserver, not the OS parent).
+    parent = mp.parent_process()
     while True:
         try:
             job = tasks.get(timeout=PARENT_CHECK_S)
         except queue.Empty:
-            if os.getppid() != parent:
+            if parent is not None and not parent.is_alive():
                 return  # orphaned: the executor's process is gone
             continue
         if job is None:
@@ -118,7 +117,7 @@ class ProcessExecutor:
                 target=_worker_main,
                 name=f"fl-r2sp-executor-{wid}",
                 daemon=True,
-                args=(cfg, wid, self._tasks, self._results, os.getpid()),
+                args=(cfg, wid, self._tasks, self._results),
             )
             proc.start()
             self._procs.append(proc)
