@@ -23,8 +23,12 @@ SCENARIOS = 300
 
 def _build(fast: bool, rng: np.random.Generator, n_clients: int) -> Network:
     net = Network(record=True, fast_path=fast)
-    net.add_link("egress", float(rng.choice([4e6, 8.3e6])), "fcfs" if rng.random() < 0.3 else "fair")
-    net.add_link("ingress", float(rng.choice([4e6, 8.3e6])), "fcfs" if rng.random() < 0.3 else "fair")
+    net.add_link(
+        "egress", float(rng.choice([4e6, 8.3e6])), "fcfs" if rng.random() < 0.3 else "fair"
+    )
+    net.add_link(
+        "ingress", float(rng.choice([4e6, 8.3e6])), "fcfs" if rng.random() < 0.3 else "fair"
+    )
     mode = rng.integers(3)  # equal caps above share / equal caps binding / mixed caps
     for i in range(n_clients):
         cap = {0: 16.8e6, 1: 1e6, 2: float(rng.choice([1e6, 3e6, 16.8e6]))}[int(mode)]
@@ -57,8 +61,11 @@ def _replay(seed: int, fast: bool) -> tuple[list[tuple[int, float]], np.ndarray,
         while (nc := net.next_completion()) is not None and nc[0] <= t:
             done += net.advance(nc[0])
         done += net.advance(t)
-        links = {"pull": ("egress", f"c{c}-down"), "push": (f"c{c}-up", "ingress"),
-                 "server": ("egress",)}.get(kind)
+        links = {
+            "pull": ("egress", f"c{c}-down"),
+            "push": (f"c{c}-up", "ingress"),
+            "server": ("egress",),
+        }.get(kind)
         if links is None:
             if fids:
                 net.cancel_flow(fids[c % len(fids)])

@@ -75,7 +75,9 @@ def _assert_maxmin_property(flows: list[list[int]], caps: np.ndarray, rates: np.
     for f, links in enumerate(flows):
         assert any(
             load[link] >= caps[link] * (1 - RATE_RTOL)
-            and all(rates[g] <= rates[f] * (1 + RATE_RTOL) for g, ls in enumerate(flows) if link in ls)
+            and all(
+                rates[g] <= rates[f] * (1 + RATE_RTOL) for g, ls in enumerate(flows) if link in ls
+            )
             for link in links
         ), (flows, caps, rates)
 

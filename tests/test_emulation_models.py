@@ -24,7 +24,8 @@ MOMENT_RTOL = 0.05
     [
         ("lognormal(mu=-2,sigma=1)", math.exp(-2 + 0.5), math.exp(-2)),
         ("exponential(mean=0.2)", 0.2, 0.2 * math.log(2)),
-        # mean 0.2 + 0.1 phi(-2) / (1 - Phi(-2)); median 0.2 + 0.1 Phi^-1(Phi(-2) + (1 - Phi(-2)) / 2)
+        # mean 0.2 + 0.1 phi(-2) / (1 - Phi(-2));
+        # median 0.2 + 0.1 Phi^-1(Phi(-2) + (1 - Phi(-2)) / 2)
         ("normal(mu=0.2,sigma=0.1,low=0,high=1)", 0.205525, 0.202852),
         ("pareto(shape=2.5,scale=0.1)", 2.5 * 0.1 / 1.5, 0.1 * 2 ** (1 / 2.5)),
         ("constant(value=0.1)", 0.1, 0.1),

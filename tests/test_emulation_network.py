@@ -80,7 +80,9 @@ def test_fcfs_link_serves_one_at_a_time(n: int) -> None:
     fids = [net.start_flow(0.0, size, ["s", "l1"]) for _ in range(n)]
     done = net.advance(1e6)
     assert [fid for fid, _ in done] == fids
-    assert [t for _, t in done] == pytest.approx([k * size / cap for k in range(1, n + 1)], rel=TIME_RTOL)
+    assert [t for _, t in done] == pytest.approx(
+        [k * size / cap for k in range(1, n + 1)], rel=TIME_RTOL
+    )
 
 
 def test_fcfs_head_is_capped_by_its_other_links() -> None:

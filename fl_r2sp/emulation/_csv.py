@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 
 
-def read_numeric_csv(path: str | Path, columns: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray]:
+def read_numeric_csv(
+    path: str | Path, columns: tuple[str, ...]
+) -> tuple[tuple[str, ...], np.ndarray]:
     """Read a CSV whose cells are all numbers.
 
     The first row is a header if any of its cells is not a number; it must then
@@ -31,10 +33,15 @@ def read_numeric_csv(path: str | Path, columns: tuple[str, ...]) -> tuple[tuple[
     """
     file = Path(path)
     if not file.is_file():
-        raise FileNotFoundError(f"trace file {str(file)!r} not found (relative paths are from the working directory)")
+        raise FileNotFoundError(
+            f"trace file {str(file)!r} not found (relative paths are from the working directory)"
+        )
     with file.open(newline="") as handle:
-        rows = [(n, [c.strip() for c in r]) for n, r in enumerate(csv.reader(handle), 1)
-                if r and any(c.strip() for c in r) and not r[0].strip().startswith("#")]
+        rows = [
+            (n, [c.strip() for c in r])
+            for n, r in enumerate(csv.reader(handle), 1)
+            if r and any(c.strip() for c in r) and not r[0].strip().startswith("#")
+        ]
     if not rows:
         raise ValueError(f"trace file {str(file)!r} has no data rows")
     names: tuple[str, ...]
@@ -42,14 +49,20 @@ def read_numeric_csv(path: str | Path, columns: tuple[str, ...]) -> tuple[tuple[
         names = tuple(c.lower() for c in rows[0][1])
         unknown = [c for c in names if c not in columns]
         if unknown or len(set(names)) != len(names):
-            raise ValueError(f"trace file {str(file)!r}: header {list(names)} must use columns from {list(columns)}, once each")
+            raise ValueError(
+                f"trace file {str(file)!r}: header {list(names)} must use columns from "
+                f"{list(columns)}, once each"
+            )
         rows = rows[1:]
     else:
         names = columns[: len(rows[0][1])]
     values = np.empty((len(rows), len(names)))
     for i, (line, cells) in enumerate(rows):
         if len(cells) != len(names):
-            raise ValueError(f"trace file {str(file)!r} line {line}: {len(cells)} cells, expected {len(names)} ({list(names)})")
+            raise ValueError(
+                f"trace file {str(file)!r} line {line}: {len(cells)} cells, "
+                f"expected {len(names)} ({list(names)})"
+            )
         for j, cell in enumerate(cells):
             if not _is_number(cell):
                 raise ValueError(f"trace file {str(file)!r} line {line}: {cell!r} is not a number")

@@ -27,7 +27,9 @@ def parse_spec(spec: str, what: str) -> tuple[str, dict[str, str]]:
             key, sep, value = item.partition("=")
             key, value = key.strip(), value.strip()
             if not sep or not key or not value:
-                raise ValueError(f"malformed parameter {item.strip()!r} in {what} spec {spec!r}; use key=value")
+                raise ValueError(
+                    f"malformed parameter {item.strip()!r} in {what} spec {spec!r}; use key=value"
+                )
             if key in params:
                 raise ValueError(f"parameter {key!r} given twice in {what} spec {spec!r}")
             params[key] = value
@@ -50,12 +52,15 @@ class Params:
     def __init__(self, spec: str, params: dict[str, str], allowed: tuple[str, ...]) -> None:
         unknown = sorted(set(params) - set(allowed))
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown} in {spec!r}; allowed: {list(allowed)}")
+            raise ValueError(
+                f"unknown parameter(s) {unknown} in {spec!r}; allowed: {list(allowed)}"
+            )
         self.spec, self.params = spec, params
 
-    def num(self, key: str, default: float | None = None, low: float | None = None,
-            strict: bool = False) -> float:
-        """Float parameter ``key`` (``default`` if absent), checked ``>= low`` (``> low`` if strict)."""
+    def num(
+        self, key: str, default: float | None = None, low: float | None = None, strict: bool = False
+    ) -> float:
+        """Float ``key`` (``default`` if absent), checked ``>= low`` (``> low`` if ``strict``)."""
         if key not in self.params:
             if default is None:
                 raise ValueError(f"{self.spec!r} needs parameter {key!r}")
@@ -63,7 +68,9 @@ class Params:
         try:
             value = float(self.params[key])
         except ValueError:
-            raise ValueError(f"parameter {key}={self.params[key]!r} in {self.spec!r} is not a number") from None
+            raise ValueError(
+                f"parameter {key}={self.params[key]!r} in {self.spec!r} is not a number"
+            ) from None
         if math.isnan(value) or (low is not None and (value <= low if strict else value < low)):
             bound = f"> {low}" if strict else f">= {low}"
             raise ValueError(f"parameter {key}={value} in {self.spec!r} must be {bound}")

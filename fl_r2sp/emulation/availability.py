@@ -33,7 +33,7 @@ class AvailabilityModel(ABC):
     def interruption(
         self, seed: int, cid: int, job: int, start: float, end: float
     ) -> tuple[float, float] | None:
-        """``(t_off, t_back)`` if client ``cid`` goes offline during ``[start, end]``, else ``None``."""
+        """``(t_off, t_back)`` if client ``cid`` goes offline in ``[start, end]``, else ``None``."""
 
 
 class AlwaysOnline(AvailabilityModel):
@@ -67,12 +67,15 @@ class TraceAvailability(AvailabilityModel):
         names, values = read_numeric_csv(path, ("client", "offline_start", "offline_end"))
         if set(names) != {"client", "offline_start", "offline_end"}:
             raise ValueError(
-                f"availability trace {path!r} needs columns client,offline_start,offline_end; got {list(names)}"
+                f"availability trace {path!r} needs columns client,offline_start,offline_end; "
+                f"got {list(names)}"
             )
         col = {name: values[:, i] for i, name in enumerate(names)}
         if (col["offline_end"] <= col["offline_start"]).any():
             bad = int(np.argmax(col["offline_end"] <= col["offline_start"]))
-            raise ValueError(f"availability trace {path!r}: data row {bad + 1} has offline_end <= offline_start")
+            raise ValueError(
+                f"availability trace {path!r}: data row {bad + 1} has offline_end <= offline_start"
+            )
         self._by_client: dict[int, np.ndarray] = {}
         for c in np.unique(col["client"]):
             rows = col["client"] == c
@@ -115,5 +118,6 @@ def make_availability(spec: str) -> AvailabilityModel:
     if name == "trace":
         return TraceAvailability(Params(spec, raw, ("path",)).text("path"))
     raise ValueError(
-        f"unknown availability model {name!r} in {spec!r}; choose none, bernoulli(p=...,down=...) or trace(path=...)"
+        f"unknown availability model {name!r} in {spec!r}; "
+        "choose none, bernoulli(p=...,down=...) or trace(path=...)"
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from statistics import NormalDist
 
 import numpy as np
@@ -127,7 +128,8 @@ class ParetoDelay(DelayModel):
         return self.shape * self.scale / (self.shape - 1) if self.shape > 1 else math.inf
 
     def quantile(self, q: float) -> float:
-        return self.scale * (1.0 - q) ** (-1.0 / self.shape)
+        # float ** float is typed Any (it may be complex); here the base is >= 0.
+        return float(self.scale * (1.0 - q) ** (-1.0 / self.shape))
 
 
 class ConstantDelay(DelayModel):
@@ -169,7 +171,9 @@ class TraceDelay(DelayModel):
         self._per_client: dict[int, np.ndarray] = {}
         if "client" in col and "round" in col:
             order = np.lexsort((col["round"], col["client"]))
-            for c, r, d in zip(col["client"][order], col["round"][order], self.delays[order], strict=True):
+            for c, r, d in zip(
+                col["client"][order], col["round"][order], self.delays[order], strict=True
+            ):
                 self._exact[(int(c), int(r))] = float(d)
             for c in np.unique(col["client"]):
                 self._per_client[int(c)] = self.delays[order][col["client"][order] == c]
@@ -203,19 +207,35 @@ def make_delay(spec: str) -> DelayModel:
         Missing trace file.
     """
     name, raw = parse_spec(spec, "delay")
-    builders = {
-        "lognormal": (("mu", "sigma"), lambda p: LogNormalDelay(p.num("mu", -2.0), p.num("sigma", 1.0, 0.0))),
+    builders: dict[str, tuple[tuple[str, ...], Callable[[Params], DelayModel]]] = {
+        "lognormal": (
+            ("mu", "sigma"),
+            lambda p: LogNormalDelay(p.num("mu", -2.0), p.num("sigma", 1.0, 0.0)),
+        ),
         "exponential": (("mean",), lambda p: ExponentialDelay(p.num("mean", low=0.0, strict=True))),
-        "normal": (("mu", "sigma", "low", "high"), lambda p: TruncatedNormalDelay(
-            p.num("mu"), p.num("sigma", low=0.0, strict=True), p.num("low", 0.0, 0.0), p.num("high", math.inf))),
-        "pareto": (("shape", "scale"), lambda p: ParetoDelay(
-            p.num("shape", low=0.0, strict=True), p.num("scale", low=0.0, strict=True))),
+        "normal": (
+            ("mu", "sigma", "low", "high"),
+            lambda p: TruncatedNormalDelay(
+                p.num("mu"),
+                p.num("sigma", low=0.0, strict=True),
+                p.num("low", 0.0, 0.0),
+                p.num("high", math.inf),
+            ),
+        ),
+        "pareto": (
+            ("shape", "scale"),
+            lambda p: ParetoDelay(
+                p.num("shape", low=0.0, strict=True), p.num("scale", low=0.0, strict=True)
+            ),
+        ),
         "constant": (("value",), lambda p: ConstantDelay(p.num("value", low=0.0))),
         "none": ((), lambda p: ConstantDelay(0.0)),
         "trace": (("path",), lambda p: TraceDelay(p.text("path"))),
     }
     if name not in builders:
-        raise ValueError(f"unknown delay distribution {name!r} in {spec!r}; choose one of {sorted(builders)}")
+        raise ValueError(
+            f"unknown delay distribution {name!r} in {spec!r}; choose one of {sorted(builders)}"
+        )
     allowed, build = builders[name]
     model = build(Params(spec, raw, allowed))
     model.spec = spec

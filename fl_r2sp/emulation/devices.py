@@ -79,8 +79,9 @@ class HomogeneousDevices(DeviceModel):
 class LogNormalDevices(DeviceModel):
     """Multiplier ``exp(sigma x Z)`` (median 1)."""
 
-    def __init__(self, base_seconds_per_iteration: float, sigma: float = 0.5,
-                 jitter: float = 0.0) -> None:
+    def __init__(
+        self, base_seconds_per_iteration: float, sigma: float = 0.5, jitter: float = 0.0
+    ) -> None:
         super().__init__(base_seconds_per_iteration, jitter)
         self.sigma = sigma
 
@@ -91,8 +92,12 @@ class LogNormalDevices(DeviceModel):
 class TieredDevices(DeviceModel):
     """Named tiers ``{name: (multiplier, share)}``; the rest is tier ``default`` (x1)."""
 
-    def __init__(self, base_seconds_per_iteration: float, tiers: dict[str, tuple[float, float]],
-                 jitter: float = 0.0) -> None:
+    def __init__(
+        self,
+        base_seconds_per_iteration: float,
+        tiers: dict[str, tuple[float, float]],
+        jitter: float = 0.0,
+    ) -> None:
         super().__init__(base_seconds_per_iteration, jitter)
         total = sum(share for _, share in tiers.values())
         if total > 1 + 1e-12:
@@ -141,7 +146,8 @@ def make_device_model(spec: str, base_seconds_per_iteration: float) -> DeviceMod
     name, raw = parse_spec(spec, "device")
     # ``jitter`` is common to every spec (and cannot be a tier name of ``profiles``).
     jitter = Params(spec, {k: v for k, v in raw.items() if k == "jitter"}, ("jitter",)).num(
-        "jitter", 0.0, 0.0)
+        "jitter", 0.0, 0.0
+    )
     raw = {k: v for k, v in raw.items() if k != "jitter"}
     if name in ("profile", "homogeneous"):
         Params(spec, raw, ())

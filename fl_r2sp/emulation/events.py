@@ -70,7 +70,9 @@ class EventQueue:
         seq = self._next_seq
         self._next_seq += 1
         time, priority, key = float(time), int(priority), int(key)
-        heapq.heappush(self._heap, (time, priority, key, seq, _event(time, priority, key, seq, payload)))
+        heapq.heappush(
+            self._heap, (time, priority, key, seq, _event(time, priority, key, seq, payload))
+        )
         self._live.add(seq)
         return seq
 

@@ -53,13 +53,22 @@ _new_object = object.__new__
 
 
 def _flow_info(
-    fid: int, rec: tuple[float, float, float, tuple[str, ...], Any], end: float | None, cancelled: bool
+    fid: int,
+    rec: tuple[float, float, float, tuple[str, ...], Any],
+    end: float | None,
+    cancelled: bool,
 ) -> FlowInfo:
     # Same object as FlowInfo(...), built without the frozen dataclass's eight
     # object.__setattr__ calls: flow_info() runs once per completion in run loops.
     info = _new_object(FlowInfo)
     info.__dict__.update(
-        fid=fid, start=rec[0], overhead=rec[1], size=rec[2], links=rec[3], tag=rec[4], end=end,
+        fid=fid,
+        start=rec[0],
+        overhead=rec[1],
+        size=rec[2],
+        links=rec[3],
+        tag=rec[4],
+        end=end,
         cancelled=cancelled,
     )
     return info
@@ -87,7 +96,10 @@ class Network:
     """
 
     def __init__(
-        self, record: bool | Iterable[str] = False, keep_finished: bool = True, fast_path: bool = True
+        self,
+        record: bool | Iterable[str] = False,
+        keep_finished: bool = True,
+        fast_path: bool = True,
     ) -> None:
         self._names: list[str] = ["<pad>"]
         self._index: dict[str, int] = {}
@@ -123,7 +135,9 @@ class Network:
         if not capacity > 0:
             raise ValueError(f"link {name!r}: capacity must be > 0 bytes/s, got {capacity!r}")
         if discipline not in ("fair", "fcfs"):
-            raise ValueError(f"link {name!r}: discipline must be 'fair' or 'fcfs', got {discipline!r}")
+            raise ValueError(
+                f"link {name!r}: discipline must be 'fair' or 'fcfs', got {discipline!r}"
+            )
         self._index[name] = len(self._names)
         self._names.append(name)
         watched = self._record_all or name in self._record_names
@@ -156,7 +170,9 @@ class Network:
         try:
             ids = tuple(self._index[name] for name in links)
         except KeyError as err:
-            raise ValueError(f"unknown link {err.args[0]!r}; known links: {self.links[:6]}...") from None
+            raise ValueError(
+                f"unknown link {err.args[0]!r}; known links: {self.links[:6]}..."
+            ) from None
         if len(set(ids)) != len(ids):
             raise ValueError(f"flow lists a link twice: {list(links)}")
         return ids

@@ -50,8 +50,14 @@ from typing import Literal
 from ._spec import Params, parse_spec
 
 _PAPER_COMPUTE = MappingProxyType(
-    {"cnn": 0.070, "lstm": 0.067, "resnet20": 0.30, "resnet20-a": 0.30, "cnn-fedavg": 0.167,
-     "mlp": 0.066}
+    {
+        "cnn": 0.070,
+        "lstm": 0.067,
+        "resnet20": 0.30,
+        "resnet20-a": 0.30,
+        "cnn-fedavg": 0.167,
+        "mlp": 0.066,
+    }
 )
 
 #: Client link capacity from Table II (bytes/s).
@@ -133,6 +139,8 @@ def get_profile(name: str) -> Profile:
     try:
         profile = PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown network profile {name!r}; choose one of {sorted(PROFILES)}"
-                         ", optionally with (overhead=seconds)") from None
+        raise ValueError(
+            f"unknown network profile {name!r}; choose one of {sorted(PROFILES)}"
+            ", optionally with (overhead=seconds)"
+        ) from None
     return profile if spec == name else replace(profile, name=spec, overhead=overhead)
