@@ -81,8 +81,10 @@ def test_fedbuff_k1_equals_fedasync_without_staleness() -> None:
     w0 = rng.normal(size=5).astype(np.float32)
     runs = []
     constant = StalenessFn("constant")
-    for policy in (FedBuffPolicy(1, AsyncParams(buffer_size=1, server_lr=0.6, staleness=constant)),
-                   FedAsyncPolicy(1, AsyncParams(alpha=0.6, staleness=constant))):
+    for policy in (
+        FedBuffPolicy(1, AsyncParams(buffer_size=1, server_lr=0.6, staleness=constant)),
+        FedAsyncPolicy(1, AsyncParams(alpha=0.6, staleness=constant)),
+    ):
         drv = ScriptedDriver(policy)
         drv.start(w0)
         for k, step in enumerate(steps):
@@ -94,8 +96,13 @@ def test_fedbuff_k1_equals_fedasync_without_staleness() -> None:
 
 def test_factory_builds_each_strategy() -> None:
     base = RunConfig(num_partitions=8, num_groups=2)
-    expected = {"fl-r2sp": FLR2SPPolicy, "bsp": BSPPolicy, "asp": ASPPolicy,
-                "fedasync": FedAsyncPolicy, "fedbuff": FedBuffPolicy}
+    expected = {
+        "fl-r2sp": FLR2SPPolicy,
+        "bsp": BSPPolicy,
+        "asp": ASPPolicy,
+        "fedasync": FedAsyncPolicy,
+        "fedbuff": FedBuffPolicy,
+    }
     for name, cls in expected.items():
         policy = make_policy(base.replace(strategy=name), range(8), frozenset({1}))
         assert type(policy) is cls and policy.name == name

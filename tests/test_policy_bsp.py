@@ -45,8 +45,9 @@ def normalize(log: list[tuple[float, Any]]) -> list[tuple[Any, ...]]:
 
 def test_bsp_equals_flr2sp_with_one_group() -> None:
     bsp = script(ScriptedDriver(BSPPolicy(4, GroupParams(fraction=0.75), seed=0)))
-    fl = script(ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=1, fraction=0.75,
-                                                           gap_factor=1.0))))
+    fl = script(
+        ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=1, fraction=0.75, gap_factor=1.0)))
+    )
     assert normalize(bsp.log) == normalize(fl.log)
     applied = [(t, m.weights.tolist()) for t, m in bsp.models()]
     # Round 2 (1 s) is faster than T = 3: with one group no gap holds it back.
@@ -80,7 +81,7 @@ def test_sample_mode_waits_for_all_sampled() -> None:
         drv.update(1.0 + k, cid, [values[k]])
     assert policy.version == 0  # C * 6 = 3 sampled: 2 replies are not enough
     drv.update(10.0, s0[2], [values[2]])
-    (t, m), = drv.models()
+    ((t, m),) = drv.models()
     assert t == 10.0 and m.weights.tolist() == [6.0]
     s1 = expected_sample(7, 1, 6, 3)
     assert drv.of(Send)[-1][1].cids == s1
@@ -97,7 +98,7 @@ def test_sample_mode_dropped_client_no_longer_awaited() -> None:
     drv.fail(2.0, b)
     assert drv.sends_to(b)[-1][0] == 2.0  # first failure: re-sent
     drv.fail(3.0, b)  # dropped: the round completes with a alone
-    (t, m), = drv.models()
+    ((t, m),) = drv.models()
     assert t == 3.0 and m.weights.tolist() == [2.0]
     assert b not in policy.sampled()
 

@@ -52,8 +52,11 @@ def test_start_sends_initial_model_to_every_group() -> None:
 def test_global_weights_order_and_gap_timers() -> None:
     drv = run_a()
     applied = [(t, m.version, m.weights.tolist()) for t, m in drv.models()]
-    assert applied == [(2.0, 1, [1.0, 1.0]), (3.0, 2, [2.5, 0.5]),
-                       (pytest.approx(3.95), 3, [3.0, 1.0])]
+    assert applied == [
+        (2.0, 1, [1.0, 1.0]),
+        (3.0, 2, [2.5, 0.5]),
+        (pytest.approx(3.95), 3, [3.0, 1.0]),
+    ]
     assert [t.at for _, t in drv.of(Timer)] == [pytest.approx(3.0), pytest.approx(3.95)]
     apply_rows = drv.records("group_apply")
     assert [r["group"] for r in apply_rows] == [0, 1, 0]  # G1 was ready first, waited
@@ -67,11 +70,11 @@ def test_global_weights_order_and_gap_timers() -> None:
 def test_stragglers_get_newest_model_and_are_not_aggregated() -> None:
     drv = run_a()
     # c2 (older tag) is answered at once with G0's newest model, tag of G0's round 1.
-    (t, send), = [(t, s) for t, s in drv.sends_to(2) if t > 0]
+    ((t, send),) = [(t, s) for t, s in drv.sends_to(2) if t > 0]
     assert t == 2.5 and send.cids == (2,) and send.tag == 1
     assert send.weights.tolist() == [1.0, 1.0]
     # c3 arrived while G1 waited for its turn: held, released with the new model.
-    (t, send), = [(t, s) for t, s in drv.sends_to(3) if t > 0]
+    ((t, send),) = [(t, s) for t, s in drv.sends_to(3) if t > 0]
     assert t == 3.0 and send.cids == (1, 3) and send.weights.tolist() == [2.5, 0.5]
     actions = {r["cid"]: r["action"] for r in drv.records("client_update") if r["straggler"]}
     assert actions == {2: "replied", 3: "held"}
@@ -79,8 +82,9 @@ def test_stragglers_get_newest_model_and_are_not_aggregated() -> None:
 
 
 def test_score_stragglers_option() -> None:
-    # c2's delta [10, 10] vs G0's latest reference [2, 2]: cosine 1; c3 arrives
-    # before G1 ever applied (no reference yet): not scored.
+    # c2's delta [10, 10] vs G0's latest reference, the default global change
+    # w_new - start = [1, 1] - [0, 0] (under "group": [2, 2]): cosine 1 either way; c3
+    # arrives before G1 ever applied (no reference yet): not scored.
     drv = run_a(outliers=dataclasses.replace(A_OUTLIERS, score_stragglers=True))
     rows = [(r["cid"], r["cosine"]) for r in drv.records("client_score") if r["straggler"]]
     assert rows == [(2, pytest.approx(1.0))]
@@ -123,9 +127,17 @@ def test_leave_one_out_reference() -> None:
 
 
 def blacklist_run(warmup: int = 0) -> ScriptedDriver:
-    """3 clients, M=1, C=1: client 2 pushes against the group except in round 3."""
-    policy = FLR2SPPolicy(3, GroupParams(num_groups=1, fraction=1.0),
-                          OutlierParams(warmup=warmup), known_outliers=frozenset({1, 2}))
+    """3 clients, M=1, C=1: client 2 pushes against the group except in round 3.
+
+    With one group the default reference (global change) is the group's mean delta, so the
+    scores are those of the "group" reading (tests/test_paper_pins.py checks the equality).
+    """
+    policy = FLR2SPPolicy(
+        3,
+        GroupParams(num_groups=1, fraction=1.0),
+        OutlierParams(warmup=warmup),
+        known_outliers=frozenset({1, 2}),
+    )
     drv = ScriptedDriver(policy)
     drv.start([0, 0])
     for rnd in range(6):
@@ -140,8 +152,7 @@ def test_blacklist_after_three_consecutive_low_scores_with_reset() -> None:
     drv = blacklist_run()
     streaks = [r["streak"] for r in drv.records("client_score") if r["cid"] == 2]
     assert streaks == [1, 2, 0, 1, 2, 3]  # the good round 3 resets the streak
-    assert drv.records("blacklist") == [
-        {"t": 6.0, "cid": 2, "group": 0, "known_outlier": True}]
+    assert drv.records("blacklist") == [{"t": 6.0, "cid": 2, "group": 0, "known_outlier": True}]
     last_send = drv.of(Send)[-1][1]
     assert last_send.cids == (0, 1) and last_send.tag == 6  # no more jobs for client 2
     s = drv.policy.summary()
@@ -175,7 +186,7 @@ def test_failures_resend_then_drop_and_rethreshold() -> None:
         drv.fail(2.0 + k, 2)
         assert drv.jobs[2][0] == 0 and drv.policy.version == 0
     drv.fail(5.0, 2)  # 4th consecutive failure: dropped; need 3 -> 2: round completes
-    (t, m), = drv.models()
+    ((t, m),) = drv.models()
     assert t == 5.0 and m.weights.tolist() == [3.0, 3.0]
     rows = drv.records("client_failure")
     assert [r["dropped"] for r in rows] == [False, False, False, True]
@@ -184,8 +195,9 @@ def test_failures_resend_then_drop_and_rethreshold() -> None:
 
 
 def test_failure_while_group_waits_is_held() -> None:
-    drv = ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=2, fraction=0.5,
-                                                     initial_round_time=2.0)))
+    drv = ScriptedDriver(
+        FLR2SPPolicy(4, GroupParams(num_groups=2, fraction=0.5, initial_round_time=2.0))
+    )
     drv.start([0, 0])
     drv.update(1.0, 1, [4, 0])  # G1 ready, G0 has the turn
     drv.fail(1.5, 3)

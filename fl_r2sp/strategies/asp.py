@@ -77,8 +77,9 @@ class ASPPolicy(Policy):
         self.max_staleness = 0
 
     @classmethod
-    def from_scheme(cls, clients: Sequence[int], scheme: SchemeParams,
-                    known_outliers: frozenset[int]) -> ASPPolicy:
+    def from_scheme(
+        cls, clients: Sequence[int], scheme: SchemeParams, known_outliers: frozenset[int]
+    ) -> ASPPolicy:
         """The policy a run configuration's scheme knobs describe (the registry's builder).
 
         ``known_outliers`` is not used: the asynchronous schemes have no outlier filter.
@@ -129,10 +130,19 @@ class ASPPolicy(Policy):
         self._w = mix(self._w, update.weights, weight)
         self._version += 1
         out: list[Decision] = [
-            Record("client_update", {
-                "t": now, "cid": cid, "tag": update.tag, "staleness": staleness,
-                "weight": weight, "version": self._version, "loss": update.loss,
-                "num_examples": update.num_examples}),
+            Record(
+                "client_update",
+                {
+                    "t": now,
+                    "cid": cid,
+                    "tag": update.tag,
+                    "staleness": staleness,
+                    "weight": weight,
+                    "version": self._version,
+                    "loss": update.loss,
+                    "num_examples": update.num_examples,
+                },
+            ),
             ModelUpdated(self._version, self._w),
         ]
         return out + self._send([cid])
@@ -142,9 +152,19 @@ class ASPPolicy(Policy):
         if self._inflight.pop(cid, None) is None or cid in self.failures.dropped:
             return [ignored(now, cid, "failure", "no job in flight or client dropped")]
         dropped = self.failures.failure(cid)
-        out: list[Decision] = [Record("client_failure", {
-            "t": now, "cid": cid, "tag": tag, "reason": reason,
-            "consecutive": self.failures.consecutive(cid), "dropped": dropped})]
+        out: list[Decision] = [
+            Record(
+                "client_failure",
+                {
+                    "t": now,
+                    "cid": cid,
+                    "tag": tag,
+                    "reason": reason,
+                    "consecutive": self.failures.consecutive(cid),
+                    "dropped": dropped,
+                },
+            )
+        ]
         if not dropped:
             return out + self._send([cid])
         if self._num_active() == 0 and not self._stopped:

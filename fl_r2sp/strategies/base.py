@@ -34,7 +34,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +104,7 @@ class Stop:
     reason: str
 
 
-Decision = Union[Send, Timer, ModelUpdated, Record, Stop]
+Decision = Send | Timer | ModelUpdated | Record | Stop
 
 
 class Policy(ABC):
@@ -112,11 +112,11 @@ class Policy(ABC):
 
     #: Short name used in logs and result files.
     name: str = "policy"
+    #: Ids of the participating clients (each subclass's constructor sets it).
+    _clients: tuple[int, ...]
 
     @abstractmethod
-    def start(
-        self, now: float, weights: np.ndarray, clients: Sequence[int]
-    ) -> list[Decision]:
+    def start(self, now: float, weights: np.ndarray, clients: Sequence[int]) -> list[Decision]:
         """Begin the run with initial ``weights`` and the participating clients."""
 
     @abstractmethod

@@ -57,8 +57,9 @@ class FedBuffPolicy(ASPPolicy):
     ) -> None:
         params = params if params is not None else AsyncParams()
         # The ASP machinery with FedAsync's weight s(t) and no mixing (alpha = 1).
-        super().__init__(clients, dataclasses.replace(params, mixing="fedasync", alpha=1.0),
-                         max_failures)
+        super().__init__(
+            clients, dataclasses.replace(params, mixing="fedasync", alpha=1.0), max_failures
+        )
         self.buffer_size = int(params.buffer_size)
         self.server_lr = float(params.server_lr)
         self._sent: dict[int, np.ndarray] = {}
@@ -77,10 +78,22 @@ class FedBuffPolicy(ASPPolicy):
             self._buffer = np.zeros_like(delta)
         self._buffer += weight * delta  # summed in arrival order: deterministic
         self._buffered += 1
-        out: list[Decision] = [Record("client_update", {
-            "t": now, "cid": cid, "tag": update.tag, "staleness": staleness, "weight": weight,
-            "buffered": self._buffered, "version": self._version, "loss": update.loss,
-            "num_examples": update.num_examples})]
+        out: list[Decision] = [
+            Record(
+                "client_update",
+                {
+                    "t": now,
+                    "cid": cid,
+                    "tag": update.tag,
+                    "staleness": staleness,
+                    "weight": weight,
+                    "buffered": self._buffered,
+                    "version": self._version,
+                    "loss": update.loss,
+                    "num_examples": update.num_examples,
+                },
+            )
+        ]
         if self._buffered >= self.buffer_size:
             out += self._step(now)
         return out + self._send([cid])
@@ -92,8 +105,12 @@ class FedBuffPolicy(ASPPolicy):
         return out
 
     def summary(self) -> dict[str, Any]:
-        out = {**super().summary(), "buffer_size": self.buffer_size,
-               "server_lr": self.server_lr, "buffered": self._buffered}
+        out = {
+            **super().summary(),
+            "buffer_size": self.buffer_size,
+            "server_lr": self.server_lr,
+            "buffered": self._buffered,
+        }
         out.pop("mixing")
         return out
 
@@ -104,11 +121,12 @@ class FedBuffPolicy(ASPPolicy):
         self._version += 1
         size = self._buffered
         self._buffer, self._buffered = None, 0
-        return [ModelUpdated(self._version, self._w),
-                Record("buffer_apply", {"t": now, "version": self._version, "size": size})]
+        return [
+            ModelUpdated(self._version, self._w),
+            Record("buffer_apply", {"t": now, "version": self._version, "size": size}),
+        ]
 
     def _send(self, cids: list[int]) -> list[Decision]:
         for cid in cids:
             self._sent[cid] = self._w  # shared reference: one copy per live version
         return super()._send(cids)
-

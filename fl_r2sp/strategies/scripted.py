@@ -24,8 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
-from fl_r2sp.strategies.base import Update
+from fl_r2sp.strategies.base import (
+    Decision,
+    ModelUpdated,
+    Policy,
+    Record,
+    Send,
+    Stop,
+    Timer,
+    Update,
+)
 
 
 class ScriptedDriver:
@@ -47,10 +55,14 @@ class ScriptedDriver:
         self._timers: list[tuple[float, int, Hashable]] = []
         self._seq = 0
 
-    def start(self, weights: Sequence[float] | np.ndarray,
-              clients: Sequence[int] | None = None, now: float = 0.0) -> list[Decision]:
+    def start(
+        self,
+        weights: Sequence[float] | np.ndarray,
+        clients: Sequence[int] | None = None,
+        now: float = 0.0,
+    ) -> list[Decision]:
         """Start the policy with ``weights`` (default clients: the policy's own)."""
-        ids = clients if clients is not None else getattr(self.policy, "_clients")
+        ids = clients if clients is not None else self.policy._clients
         self.now = float(now)
         return self._handle(self.policy.start(self.now, np.asarray(weights, np.float32), ids))
 
@@ -66,9 +78,15 @@ class ScriptedDriver:
         self.now = float(t)
         return out
 
-    def update(self, t: float, cid: int, weights: Sequence[float] | np.ndarray | None = None,
-               delta: Sequence[float] | np.ndarray | None = None, num_examples: int = 1,
-               tag: int | None = None) -> list[Decision]:
+    def update(
+        self,
+        t: float,
+        cid: int,
+        weights: Sequence[float] | np.ndarray | None = None,
+        delta: Sequence[float] | np.ndarray | None = None,
+        num_examples: int = 1,
+        tag: int | None = None,
+    ) -> list[Decision]:
         """Deliver ``cid``'s update at ``t``: full ``weights`` or ``delta`` from its job's model.
 
         ``tag`` defaults to the tag of the client's last job.
@@ -79,8 +97,9 @@ class ScriptedDriver:
             if delta is None:
                 raise ValueError("pass weights or delta")
             weights = np.asarray(sent, np.float64) + np.asarray(delta, np.float64)
-        up = Update(cid, np.asarray(weights, np.float32), num_examples,
-                    job_tag if tag is None else tag)
+        up = Update(
+            cid, np.asarray(weights, np.float32), num_examples, job_tag if tag is None else tag
+        )
         return self._handle(self.policy.on_update(self.now, up))
 
     def fail(self, t: float, cid: int, reason: str = "error") -> list[Decision]:
