@@ -84,14 +84,16 @@ class RunConfig:
         _GROUP.aggregation, "Intra-group mean: unweighted (paper) or weighted."
     )
     outlier_filter: bool = _f(
-        _OUTLIERS.enabled, "Blacklist clients whose deltas point away from the group's."
+        _OUTLIERS.enabled, "Blacklist clients whose deltas point away from the global update."
     )
     cosine_threshold: float = _f(
         _OUTLIERS.cosine_threshold, "beta: a score below this counts as an outlier round."
     )
     outlier_rounds: int = _f(_OUTLIERS.rounds, "Consecutive low-scored rounds before blacklisting.")
     cosine_reference: CosineReferenceKind = _f(
-        _OUTLIERS.reference, "Reference delta for the cosine score."
+        _OUTLIERS.reference,
+        "Reference delta of the cosine score: global-change (the paper's global update "
+        "w_new - start_G), group, group-loo or global-step.",
     )
     outlier_warmup: int = _f(_OUTLIERS.warmup, "Group rounds not scored at the start (paper: 0).")
     score_stragglers: bool = _f(

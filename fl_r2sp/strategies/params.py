@@ -105,8 +105,9 @@ class OutlierParams:
         β in [-1, 1]: a score below it counts as an outlier round.
     rounds : int, default 3
         Consecutive low scores (>= 1) that blacklist a client.
-    reference : str, default "group"
-        Reference delta of the score (:mod:`fl_r2sp.strategies.scoring`).
+    reference : str, default "global-change"
+        Reference delta of the score (:mod:`fl_r2sp.strategies.scoring`): the paper's
+        "global update" ``w_new - start_G`` by default (``docs/architecture.md`` §6).
     warmup : int, default 0
         Group rounds (>= 0) scored by nobody at the start (paper: 0).
     score_stragglers : bool, default False
@@ -116,7 +117,7 @@ class OutlierParams:
     enabled: bool = keyed(True, "outlier-filter")
     cosine_threshold: float = keyed(0.5, "cosine-threshold")
     rounds: int = keyed(3, "outlier-rounds")
-    reference: CosineReferenceKind = keyed("group", "cosine-reference")
+    reference: CosineReferenceKind = keyed("global-change", "cosine-reference")
     warmup: int = keyed(0, "outlier-warmup")
     score_stragglers: bool = keyed(False, "score-stragglers")
 

@@ -6,11 +6,14 @@ Every collected client of a group round started from the same model
 (``docs/paper-notes.md`` §2.3 item 1; ``docs/architecture.md`` §6 says which
 is the paper's) are, by ``cosine_reference``:
 
-* ``"group"`` (default): the group's aggregate delta ``intra - start``;
+* ``"global-change"`` (default, the paper's "global update"): the global
+  model's change since the group started, ``w_new - start``, ``w_new`` the
+  global model right after this group's application (it includes the other
+  groups' progress; with one group it equals ``"group"``);
+* ``"group"``: the group's aggregate delta ``intra - start`` (it contains
+  the client itself, which biases the score);
 * ``"group-loo"``: leave-one-out: the aggregate of the *other* collected
   clients minus ``start`` (with one client, the group's delta);
-* ``"global-change"``: the global model's change since the group started,
-  ``w_new - start`` (includes other groups' progress);
 * ``"global-step"``: the global step just applied, ``w_new - w_before``.
 """
 
