@@ -26,18 +26,36 @@ WARMUP_ROUNDS = 2
 
 def peak(nbytes: np.ndarray, width: float) -> float:
     """Peak rate (bytes/s) after summing 0.1 s bins into bins of ``width`` seconds."""
+    rates = rebin(nbytes, width)
+    return float(np.sum(nbytes) / width) if rates.size == 0 else float(rates.max())
+
+
+def rebin(nbytes: np.ndarray, width: float) -> np.ndarray:
+    """Rates (bytes/s) of consecutive ``width``-second bins of the 0.1 s trace (tail dropped)."""
     k = max(1, int(round(width / ENGINE_BIN)))
     n = len(nbytes) // k * k
-    if n == 0:
-        return float(np.sum(nbytes) / width)
-    return float(np.asarray(nbytes[:n]).reshape(-1, k).sum(axis=1).max() / (k * ENGINE_BIN))
+    return np.asarray(nbytes[:n], dtype=np.float64).reshape(-1, k).sum(axis=1) / (k * ENGINE_BIN)
 
 
-def plot(args, model: str, disc: str, traces: dict) -> None:
-    from fl_r2sp.telemetry.plots import plot_trace
+def plot(args, model: str, disc: str, egress: dict, skip: int) -> None:
+    """One panel per bin width of the table, both schemes, start-up burst left out."""
+    from matplotlib.figure import Figure
 
+    fig = Figure(figsize=(8, 2.2 * len(BINS)), layout="constrained")
+    axes = fig.subplots(len(BINS), 1, sharex=True)
+    for ax, width in zip(axes, BINS, strict=True):
+        for name, (_, nbytes) in egress.items():
+            rate = rebin(nbytes[skip:], width) / 1e6
+            t0 = skip * ENGINE_BIN
+            ax.step(t0 + width * np.arange(len(rate)), rate, where="post", linewidth=0.8,
+                    label=name)
+        ax.set(ylabel="MB/s", title=f"{width:g} s bins")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[-1].set_xlabel("virtual time (s), start-up burst left out")
+    fig.suptitle(f"server egress, {model} ({disc})")
     path = args.item_dir / f"egress-{model}-{disc}.png"
-    plot_trace(traces, ENGINE_BIN, path, title=f"server egress, {model} ({disc})")
+    fig.savefig(path, dpi=110)
     say(f"fig17: wrote {path}")
 
 
@@ -57,10 +75,11 @@ def main(argv=None) -> None:
                 for width in BINS:
                     b, f = (peak(egress[k][1][skip:], width) for k in ("bsp", "fl-r2sp"))
                     row[f"peak_ratio_{width:g}s"] = ratio(b, f)
-                    row[f"bsp_peak_{width:g}s_MBps"], row[f"flr2sp_peak_{width:g}s_MBps"] = b / 1e6, f / 1e6
+                    row[f"bsp_peak_{width:g}s_MBps"] = b / 1e6
+                    row[f"flr2sp_peak_{width:g}s_MBps"] = f / 1e6
                 rows.append(row)
                 if seed == args.seeds[0]:
-                    plot(args, model, disc, egress)
+                    plot(args, model, disc, egress, skip)
     metrics = [k for k in rows[0] if k not in ("model", "discipline", "seed")]
     finish(args, rows, aggregate(rows, ("model", "discipline"), metrics))
 

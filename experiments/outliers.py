@@ -7,13 +7,20 @@
   every client alpha 0.3 (heavily skewed but all alike). Any blacklisted
   client is then a false positive: rate = blacklisted / clients.
 
-Rule (paper): cosine < 0.5 against the group's mean delta for 3 consecutive
-rounds. The paper prints no precision/recall.
+Rule (paper): cosine < 0.5 against the reference delta (``cosine-reference``)
+for 3 consecutive rounds. The paper prints no precision/recall.
+
+Diagnostic from the runs' ``client_score`` records: the median cosine of
+outliers and of regular clients over all scored updates, and the share of
+group rounds in which the outliers' median is *above* the regular clients'
+(the filter then cannot catch them first).
 """
 
 from __future__ import annotations
 
-from experiments.common import aggregate, finish, models, parse_args
+import numpy as np
+
+from experiments.common import aggregate, finish, load_jobs, models, parse_args
 from experiments.conf import scale_settings
 from experiments.fig15 import scheme_run
 from experiments.runs import training
@@ -21,7 +28,26 @@ from experiments.runs import training
 #: name -> differences of the no-outlier runs (FL-R²SP, filter on).
 CLEAN = {"alpha10": dict(outlier_fraction=0.0, alpha=10.0),
          "alpha0.3": dict(outlier_fraction=0.0, alpha=0.3)}
-METRICS = ("precision", "recall", "num_blacklisted", "false_positive_rate", "final_accuracy")
+METRICS = ("precision", "recall", "num_blacklisted", "false_positive_rate", "final_accuracy",
+           "median_cosine_outlier", "median_cosine_regular", "rounds_outliers_higher")
+
+
+def cosine_diagnostic(args, rec: dict) -> dict:
+    """Median cosines of outliers and regular clients, and rounds the outliers score higher."""
+    outliers = set(rec["summary"].get("policy_known_outliers") or [])
+    rows = [r for r in load_jobs(args, rec, "records")
+            if r["kind"] == "client_score" and not r.get("straggler")]
+    out = [r["cosine"] for r in rows if r["cid"] in outliers]
+    reg = [r["cosine"] for r in rows if r["cid"] not in outliers]
+    higher = []
+    for rnd in sorted({r["round"] for r in rows}):
+        o = [r["cosine"] for r in rows if r["round"] == rnd and r["cid"] in outliers]
+        g = [r["cosine"] for r in rows if r["round"] == rnd and r["cid"] not in outliers]
+        if o and g:
+            higher.append(float(np.median(o) > np.median(g)))
+    return dict(median_cosine_outlier=float(np.median(out)) if out else None,
+                median_cosine_regular=float(np.median(reg)) if reg else None,
+                rounds_outliers_higher=float(np.mean(higher)) if higher else None)
 
 
 def row(model: str, case: str, seed: int, summary: dict, n: int) -> dict:
@@ -41,10 +67,12 @@ def main(argv=None) -> None:
     for model in models(args, "training")[:1]:  # the first model only: the filter is model-agnostic
         for seed in args.seeds:
             # Own runs first: the shared Fig. 15 runs are likely cached by then.
-            runs = {case: training(args, seed, "fl-r2sp", model, **diff) for case, diff in CLEAN.items()}
+            runs = {case: training(args, seed, "fl-r2sp", model, **diff)
+                    for case, diff in CLEAN.items()}
             runs.update({s: scheme_run(args, seed, model, s) for s in ("fl-r2sp", "bsp")})
             # None: not cached under --skip-training.
-            rows += [row(model, case, seed, rec["summary"], n) for case, rec in runs.items() if rec]
+            rows += [{**row(model, case, seed, rec["summary"], n), **cosine_diagnostic(args, rec)}
+                     for case, rec in runs.items() if rec]
     finish(args, rows, aggregate(rows, ("model", "case"), METRICS))
 
 

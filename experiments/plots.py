@@ -63,18 +63,30 @@ def table5(data: dict, path: Path) -> None:
 
 
 def fig18(data: dict, path: Path) -> None:
-    fig = Figure(figsize=(6, 4), layout="constrained")
-    ax = fig.add_subplot()
-    for model in sorted({r["model"] for r in data["table"]}):
-        rows = sorted((r for r in data["table"] if r["model"] == model), key=lambda r: r["group_size"])
-        g = [r["group_size"] for r in rows]
-        ax.errorbar(g, [r["avg_cycle_s_mean"] for r in rows], [r["avg_cycle_s_std"] for r in rows],
-                    marker="o", label=f"{model} client cycle")
-        ax.plot(g, [r["avg_round_s_mean"] for r in rows], "--", marker=".", label=f"{model} group round")
-    ax.set_xscale("log", base=2)
-    ax.set(xlabel="group size (of 128 clients)", ylabel="seconds", title="Fig. 18: round time vs group size")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    """One panel per model (own y-axis): client cycle per variant, group round of the baseline."""
+    rows = data["table"]
+    model_names = sorted({r["model"] for r in rows})
+    fig = Figure(figsize=(4.2 * len(model_names), 3.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(model_names)))
+    for ax, model in zip(axes, model_names, strict=True):
+        for variant in dict.fromkeys(r.get("variant", "baseline") for r in rows):
+            mine = sorted((r for r in rows if r["model"] == model
+                           and r.get("variant", "baseline") == variant),
+                          key=lambda r: r["group_size"])
+            g = [r["group_size"] for r in mine]
+            cyc = [r["avg_cycle_s_mean"] for r in mine]
+            line = ax.errorbar(g, cyc, [r["avg_cycle_s_std"] for r in mine], marker="o",
+                               markersize=3, label=f"{variant}: client cycle")
+            best = int(np.argmin(cyc))
+            ax.plot([g[best]], [cyc[best]], "*", markersize=12, color=line[0].get_color())
+            if variant == "baseline":
+                ax.plot(g, [r["avg_round_s_mean"] for r in mine], "--", marker=".",
+                        color=line[0].get_color(), label="baseline: group round")
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="group size (of 128 clients)", ylabel="virtual seconds", title=model)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle("Fig. 18: round time vs group size (star: each variant's minimum)")
     fig.savefig(path, dpi=110)
 
 
@@ -121,8 +133,40 @@ def _save(path: Path, title: str, ylabel: str, labels: list[str], series: dict) 
     fig.savefig(path, dpi=110)
 
 
+def outliers_scoring(data: dict, path: Path) -> None:
+    """Median cosine per group round, outliers vs regular clients: a panel per mode x reference."""
+    per = data.get("per_round", [])
+    modes = list(dict.fromkeys(r["mode"] for r in per))
+    refs = list(dict.fromkeys(r["reference"] for r in per))
+    if not per:
+        return
+    fig = Figure(figsize=(3.2 * len(refs), 2.8 * len(modes)), layout="constrained")
+    axes = np.atleast_2d(fig.subplots(len(modes), len(refs), sharey=True, squeeze=False))
+    for i, mode in enumerate(modes):
+        for j, ref in enumerate(refs):
+            ax = axes[i, j]
+            rows = sorted((r for r in per if (r["mode"], r["reference"]) == (mode, ref)),
+                          key=lambda r: r["round"])
+            x = np.array([r["round"] for r in rows])
+            for who in ("outlier", "regular"):
+                m = np.array([r[f"median_{who}_mean"] for r in rows], dtype=float)
+                sd = np.array([r[f"median_{who}_std"] or 0.0 for r in rows], dtype=float)
+                ax.plot(x, m, marker=".", label=who)
+                ax.fill_between(x, m - sd, m + sd, alpha=0.2, linewidth=0)
+            beta = data.get("rule", {}).get("beta")
+            if beta is not None:
+                ax.axhline(beta, color="grey", linestyle=":", linewidth=1)
+            ax.set(title=f"{mode}, {ref}", xlabel="group round")
+            ax.grid(alpha=0.3)
+        axes[i, 0].set_ylabel("median cosine")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle("median cosine per group round (mean ± std over seeds; dotted: beta)")
+    fig.savefig(path, dpi=110)
+
+
 PLOTS: dict[str, Callable[[dict, Path], None]] = {
     "table2": table2, "table5": table5, "fig15": fig15, "fig18": fig18, "c_sweep": c_sweep,
+    "outliers_scoring": outliers_scoring,
 }
 
 

@@ -152,16 +152,28 @@ def write_provenance(item_dir: Path) -> Path:
     return path
 
 
-def summarise(provenance: dict[str, Any]) -> str:
-    """One sentence: how many runs each code version computed (current one marked)."""
+def summarise(provenance: dict[str, Any], current: str | None = None) -> str:
+    """One sentence: how many runs each code version computed.
+
+    ``current`` (default: :func:`code_version`) is the engine code at report time; each
+    version is marked as the current code, the code the item ran with, or older code
+    the item reused.
+    """
+    current = current or code_version()
     counts: dict[str, int] = {}
     for row in provenance.get("runs", []):
         counts[row["code_version"]] = counts.get(row["code_version"], 0) + 1
     if not counts:
         return "No cached runs."
-    now = provenance.get("code_version")
+    item = provenance.get("code_version")
+
+    def what(code: str) -> str:
+        if code == current:
+            return "the current engine code"
+        return "the code the item ran with" if code == item else "older code, reused"
+
     parts = [
-        f"{n} by code `{code}`" + (" (the item's code)" if code == now else " (older code, reused)")
-        for code, n in sorted(counts.items(), key=lambda kv: (kv[0] != now, kv[0]))
+        f"{n} by code `{code}` ({what(code)})"
+        for code, n in sorted(counts.items(), key=lambda kv: (kv[0] != current, kv[0]))
     ]
     return "Runs: " + "; ".join(parts) + "."

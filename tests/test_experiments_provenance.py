@@ -98,3 +98,4 @@ def test_older_code_runs_are_reused_only_when_asked(
     row = next(r for r in prov["runs"] if r["label"] == "r-bsp-mlp")
     assert row["code_version"] == "0000000000" and row["current"] is False
     assert "older code, reused" in provenance.summarise(prov)
+    assert "current engine code" in provenance.summarise(prov, current="0000000000")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-ITEMS = ("table5", "fig16", "fig17", "table2", "fig18", "table4", "fig15", "outliers", "c_sweep")
+ITEMS = ("table5", "fig16", "fig17", "table2", "fig18", "table4", "fig15", "outliers", "c_sweep",
+         "outliers_scoring")
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +72,16 @@ def test_fig17_bsp_peak_higher_at_one_second(results):
 
 def test_fig18_group_sizes_of_16_clients(results):
     d = summary(results, "fig18")
-    assert sorted(r["group_size"] for r in d["table"]) == [2, 4, 8]
+    base = [r for r in d["table"] if r["variant"] == "baseline"]
+    assert sorted(r["group_size"] for r in base) == [2, 4, 8]
     assert all(r["avg_cycle_s_mean"] >= r["avg_round_s_mean"] > 0 for r in d["table"])
     assert set(d["best_group_size"]["cnn"]) == {"avg_round_s", "avg_cycle_s"}
+    assert set(d["best_by_variant"]) == {"baseline", "overhead", "jitter", "dropout", "all"}
+    # A per-transfer overhead only adds time: every size's cycle grows.
+    for r in base:
+        over = next(o for o in d["table"] if o["variant"] == "overhead"
+                    and o["group_size"] == r["group_size"])
+        assert over["avg_cycle_s_mean"] > r["avg_cycle_s_mean"]
 
 
 def test_fig15_all_schemes_with_accuracies(results):
@@ -99,6 +107,18 @@ def test_outliers_cases_and_rates(results):
         assert rows[case]["precision_mean"] is None
 
 
+def test_outliers_scoring_replays_every_reference(results):
+    d = summary(results, "outliers_scoring")
+    refs = {"group", "group-loo", "global-change", "global-step"}
+    assert {(r["mode"], r["reference"]) for r in d["table"]} == {
+        (m, ref) for m in ("paper", "paper-strict") for ref in refs}
+    strict = next(r for r in d["shares"] if r["mode"] == "paper-strict")
+    assert strict["outlier_top_over_097_mean"] == 1.0
+    assert strict["regular_min_at_least_007_mean"] == 1.0
+    prov = json.loads((results / "outliers_scoring" / "provenance.json").read_text())
+    assert prov["runs"] and all(r["current"] for r in prov["runs"])
+
+
 def test_c_sweep_fractions(results):
     d = summary(results, "c_sweep")
     assert sorted({r["fraction"] for r in d["table"]}) == [0.5, 0.75, 1.0]
@@ -119,6 +139,7 @@ def test_report_has_every_section(results, tmp_path):
     for title, _ in SECTIONS.values():
         assert f"## {title}" in text
     assert "not reproduced" in text or "reproduced" in text
+    assert "fitted: a calibration input" in text  # Table V's CNN pull is a fitted cell
     assert (tmp_path / "report" / "table5.csv").is_file()
 
 
