@@ -99,6 +99,11 @@ class RunConfig:
     score_stragglers: bool = _f(
         _OUTLIERS.score_stragglers, "Also score straggler updates for the outlier filter."
     )
+    score_all_references: bool = _f(
+        _OUTLIERS.all_references,
+        "Record every cosine reference's score (cosine_<reference>) in each client_score row; "
+        "only cosine-reference acts. With outlier-filter=false: all references on one run.",
+    )
     bsp_sampling: BspSamplingKind = _f(
         BSP_SAMPLING, "BSP: first C*N replies, or sample C*N and wait all."
     )

@@ -29,7 +29,8 @@ field of :class:`~fl_r2sp.strategies.params.GroupParams` or
 Records emitted (``Record.kind``: fields, every row has ``t``):
 ``client_update`` (cid, group, tag, round, straggler, action, loss,
 num_examples) on every arrival; ``client_score`` (cid, group, round, cosine,
-streak, straggler) when scored; ``group_collect`` (group, round, t_release,
+streak, straggler; with ``all_references`` also ``cosine_<reference>`` for every
+reference) when scored; ``group_collect`` (group, round, t_release,
 t_collect, round_time, collected, need); ``group_apply`` (group, round,
 version, t_apply, t_collect, turn_wait, T, gap); ``blacklist`` (cid, group,
 known_outlier); ``client_failure`` (cid, group, tag, reason, consecutive,
@@ -56,6 +57,7 @@ from fl_r2sp.strategies.common import (
 )
 from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
 from fl_r2sp.strategies.outliers import OutlierFilter, cosine
+from fl_r2sp.strategies.reference_scores import reference_cosines, score_field
 from fl_r2sp.strategies.params import MAX_FAILURES, GroupParams, OutlierParams, SchemeParams
 from fl_r2sp.strategies.scoring import (
     CosineReferenceKind,
@@ -108,6 +110,7 @@ class FLR2SPPolicy(Policy):
         self.aggregation: AggregationKind = group.aggregation
         self.cosine_reference: CosineReferenceKind = outliers.reference
         self.score_stragglers = bool(outliers.score_stragglers)
+        self.score_all_references = bool(outliers.all_references)
         self.filter = OutlierFilter(outliers, known_outliers)
         self.failures = FailureCounter(max_failures)
         self.ema = RoundTimeEMA(group.ema_weight, group.initial_round_time)
@@ -351,20 +354,24 @@ class FLR2SPPolicy(Policy):
         coefs = coefficients(group.collected, self.aggregation)
         refs = client_references(self.cosine_reference, vectors, coefs, group.start, ref)
         start = np.asarray(group.start, dtype=np.float64)
+        every: list[dict[str, float]] = [{} for _ in vectors]
+        if self.score_all_references:  # the same updates under every reading, for comparison
+            every = reference_cosines(group.start, group.intra, self._w, w_before, vectors, coefs)
         out: list[Decision] = []
-        for update, reference in zip(group.collected, refs):
+        for update, reference, more in zip(group.collected, refs, every):
             delta = np.asarray(update.weights, dtype=np.float64) - start
-            out += self._observe(now, group, update.cid, cosine(delta, reference), False)
+            out += self._observe(now, group, update.cid, cosine(delta, reference), False, more)
         return out
 
     def _observe(self, now: float, group: GroupState, cid: int, score: float,
-                 straggler: bool) -> list[Decision]:
+                 straggler: bool, every: dict[str, float] | None = None) -> list[Decision]:
         banned = self.filter.observe(cid, score, now)
         if banned:
             self._active[group.gid] -= 1
         out: list[Decision] = [Record("client_score", {
             "t": now, "cid": cid, "group": group.gid, "round": group.round, "cosine": score,
-            "streak": self.filter.streak(cid), "straggler": straggler})]
+            "streak": self.filter.streak(cid), "straggler": straggler,
+            **{score_field(k): v for k, v in (every or {}).items()}})]
         if banned:
             out.append(Record("blacklist", {
                 "t": now, "cid": cid, "group": group.gid,

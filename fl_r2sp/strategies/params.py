@@ -112,6 +112,10 @@ class OutlierParams:
         Group rounds (>= 0) scored by nobody at the start (paper: 0).
     score_stragglers : bool, default False
         Also score stragglers against their group's latest reference delta.
+    all_references : bool, default False
+        Also record each score under every reference (``cosine_<kind>`` fields of
+        ``client_score``; :mod:`fl_r2sp.strategies.reference_scores`); decisions
+        still use ``reference`` only.
     """
 
     enabled: bool = keyed(True, "outlier-filter")
@@ -120,6 +124,7 @@ class OutlierParams:
     reference: CosineReferenceKind = keyed("global-change", "cosine-reference")
     warmup: int = keyed(0, "outlier-warmup")
     score_stragglers: bool = keyed(False, "score-stragglers")
+    all_references: bool = keyed(False, "score-all-references")
 
     def __post_init__(self) -> None:
         ok = -1.0 <= self.cosine_threshold <= 1.0
