@@ -43,11 +43,23 @@ from fl_r2sp.strategies.scoring import REFERENCE_KINDS
 MODES = ("paper", "paper-strict")
 #: Differences from the scale's training settings (explicit reference: the key
 #: must not depend on the default, and with the filter off it changes nothing).
-SETTING = dict(rounds=10, convergence_window=0, outlier_filter=False,
-               score_all_references=True, cosine_reference="global-change")
+SETTING = dict(
+    rounds=10,
+    convergence_window=0,
+    outlier_filter=False,
+    score_all_references=True,
+    cosine_reference="global-change",
+)
 BETA, ROUNDS = 0.5, 3
-METRICS = ("honest_blacklisted", "precision", "recall", "blacklisted", "first_blacklist_round",
-           "median_outlier", "median_regular")
+METRICS = (
+    "honest_blacklisted",
+    "precision",
+    "recall",
+    "blacklisted",
+    "first_blacklist_round",
+    "median_outlier",
+    "median_regular",
+)
 
 
 #: Smoke only: the digits pools (~144 per class) cannot hold two outliers of 179 samples.
@@ -77,10 +89,13 @@ def reference_row(kind: str, scores: list[dict[str, Any]], outliers: frozenset[i
     first = min(banned.values(), default=None)
     out = [r[field] for r in scores if r["cid"] in outliers]
     reg = [r[field] for r in scores if r["cid"] not in outliers]
-    return dict(reference=kind, **blacklist_quality(banned, outliers),
-                first_blacklist_round=None if first is None else scores[first]["round"],
-                median_outlier=float(np.median(out)) if out else None,
-                median_regular=float(np.median(reg)) if reg else None)
+    return dict(
+        reference=kind,
+        **blacklist_quality(banned, outliers),
+        first_blacklist_round=None if first is None else scores[first]["round"],
+        median_outlier=float(np.median(out)) if out else None,
+        median_regular=float(np.median(reg)) if reg else None,
+    )
 
 
 def per_round(kind: str, scores: list[dict[str, Any]], outliers: frozenset[int]) -> list[dict]:
@@ -90,9 +105,14 @@ def per_round(kind: str, scores: list[dict[str, Any]], outliers: frozenset[int])
         mine = [r for r in scores if r["round"] == rnd]
         out = [r[field] for r in mine if r["cid"] in outliers]
         reg = [r[field] for r in mine if r["cid"] not in outliers]
-        rows.append(dict(reference=kind, round=rnd,
-                         median_outlier=float(np.median(out)) if out else None,
-                         median_regular=float(np.median(reg)) if reg else None))
+        rows.append(
+            dict(
+                reference=kind,
+                round=rnd,
+                median_outlier=float(np.median(out)) if out else None,
+                median_regular=float(np.median(reg)) if reg else None,
+            )
+        )
     return rows
 
 
@@ -100,19 +120,30 @@ def partition_of(args, seed: int, mode: str, model: str) -> tuple[dict[str, Any]
     """Realised class shares of the run's partition, and its outlier ids (loads the data)."""
     from fl_r2sp.clients.runtime import data_for
 
-    cfg = build_config("training", args.scale, seed, strategy="fl-r2sp", model=model,
-                       partitioner=mode, **setting(args))
+    cfg = build_config(
+        "training",
+        args.scale,
+        seed,
+        strategy="fl-r2sp",
+        model=model,
+        partitioner=mode,
+        **setting(args),
+    )
     data = data_for(cfg)
     shares = data.partition.class_shares(data.train.y, data.train.num_classes)
     out = np.array(sorted(data.partition.outlier_ids), dtype=np.int64)
     reg = np.setdiff1d(np.arange(cfg.num_partitions), out)
-    row = dict(mode=mode, seed=seed, outlier_top_median=float(np.median(shares[out, 0])),
-               outlier_top_min=float(shares[out, 0].min()),
-               outlier_top_over_097=float(np.mean(shares[out, 0] > 0.97)),
-               regular_min_median=float(np.median(shares[reg, 1])),
-               regular_min_min=float(shares[reg, 1].min()),
-               regular_min_at_least_007=float(np.mean(shares[reg, 1] >= 0.07)),
-               samples_per_client=int(data.partition.sizes()[0]))
+    row = dict(
+        mode=mode,
+        seed=seed,
+        outlier_top_median=float(np.median(shares[out, 0])),
+        outlier_top_min=float(shares[out, 0].min()),
+        outlier_top_over_097=float(np.mean(shares[out, 0] > 0.97)),
+        regular_min_median=float(np.median(shares[reg, 1])),
+        regular_min_min=float(shares[reg, 1].min()),
+        regular_min_at_least_007=float(np.mean(shares[reg, 1] >= 0.07)),
+        samples_per_client=int(data.partition.sizes()[0]),
+    )
     return row, frozenset(int(c) for c in out)
 
 
@@ -130,18 +161,34 @@ def main(argv=None) -> None:
             if rec is None:  # --skip-training and not cached
                 continue
             scores = scores_of(args, rec)
-            costs.append(dict(mode=mode, seed=seed, run_seconds=rec.get("run_seconds"),
-                              jobs=len(load_jobs(args, rec)), scores=len(scores)))
+            costs.append(
+                dict(
+                    mode=mode,
+                    seed=seed,
+                    run_seconds=rec.get("run_seconds"),
+                    jobs=len(load_jobs(args, rec)),
+                    scores=len(scores),
+                )
+            )
             for kind in REFERENCE_KINDS:
                 rows.append(dict(mode=mode, seed=seed, **reference_row(kind, scores, outliers)))
-                rounds += [dict(mode=mode, seed=seed, **r)
-                           for r in per_round(kind, scores, outliers)]
+                rounds += [
+                    dict(mode=mode, seed=seed, **r) for r in per_round(kind, scores, outliers)
+                ]
     share_keys = [k for k in (shares[0] if shares else {}) if k not in ("mode", "seed")]
-    finish(args, rows, aggregate(rows, ("mode", "reference"), METRICS),
-           {"per_round": aggregate(rounds, ("mode", "reference", "round"),
-                                   ("median_outlier", "median_regular")),
-            "shares": aggregate(shares, ("mode",), share_keys), "cost": costs,
-            "rule": {"beta": BETA, "rounds": ROUNDS}})
+    finish(
+        args,
+        rows,
+        aggregate(rows, ("mode", "reference"), METRICS),
+        {
+            "per_round": aggregate(
+                rounds, ("mode", "reference", "round"), ("median_outlier", "median_regular")
+            ),
+            "shares": aggregate(shares, ("mode",), share_keys),
+            "cost": costs,
+            "rule": {"beta": BETA, "rounds": ROUNDS},
+        },
+    )
 
 
 if __name__ == "__main__":
