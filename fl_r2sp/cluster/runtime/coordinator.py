@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from fl_r2sp.cluster.policies.base import Permission, PushReport
+from fl_r2sp.cluster.policies.base import CoordinatorPolicy, Permission, PushReport
 from fl_r2sp.cluster.runtime import protocol as P
 from fl_r2sp.cluster.runtime.context import RankContext, new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.convergence import ConvergenceTracker
@@ -83,7 +83,7 @@ class Coordinator:
         Receives one worker row per request and the decision trace.
     """
 
-    def __init__(self, ctx: RankContext, policy: Any, shard: ShardState,
+    def __init__(self, ctx: RankContext, policy: CoordinatorPolicy, shard: ShardState,
                  writer: ClusterRunWriter) -> None:  # fmt: skip
         self.ctx, self.cfg, self.policy, self.shard, self.writer = (
             ctx, ctx.cfg, policy, shard, writer)  # fmt: skip
@@ -339,5 +339,6 @@ class Coordinator:
                 with contextlib.suppress(Exception):
                     set_json(self.store, P.request_key(w, self._next_req[w]), {"cancel": True})
             t.join(1.0)
-        rows = sorted(list(self.policy.trace) + self.deliveries, key=lambda r: r["at"])
+        trace: list[dict[str, Any]] = list(getattr(self.policy, "trace", []))
+        rows = sorted(trace + self.deliveries, key=lambda r: r["at"])
         self.writer.trace_rows(rows)

@@ -24,8 +24,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from fl_r2sp.cluster.policies.base import ApplyMode, CoordinatorPolicy
 from fl_r2sp.cluster.runtime import protocol as P
-from fl_r2sp.cluster.runtime.context import RankContext, new_store, wait_get
+from fl_r2sp.cluster.runtime.context import RankContext, new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.coordinator import Coordinator, CoordinatorResult
 from fl_r2sp.cluster.runtime.server import ParameterServer
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
@@ -52,7 +53,9 @@ def run_name(cfg: Any) -> str:
             f"-seed{cfg.seed}-{stamp}")  # fmt: skip
 
 
-def run_leader(ctx: RankContext, policy: Any, init_flat: torch.Tensor) -> dict[str, Any]:
+def run_leader(
+    ctx: RankContext, policy: CoordinatorPolicy, init_flat: torch.Tensor
+) -> dict[str, Any]:
     """Serve shard 0, coordinate, gather and write the run directory; return the summary."""
     cfg = ctx.cfg
     run_dir = Path(ctx.run_dir)
@@ -173,12 +176,10 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def run_other_server(ctx: RankContext, init_flat: torch.Tensor, apply_mode: Any) -> None:
+def run_other_server(ctx: RankContext, init_flat: torch.Tensor, apply_mode: ApplyMode) -> None:
     """A parameter server of rank > 0: serve, then hand shard and statistics to rank 0."""
     ps = ParameterServer(ctx, init_flat, apply_mode)
     ps.start()
     ps.join()
-    from fl_r2sp.cluster.runtime.context import set_json
-
     set_json(new_store(), P.ps_report_key(ctx.rank), ps.report())
     dist.send(ps.state.snapshot(), dst=0, tag=P.TAG_FINAL)
