@@ -81,7 +81,19 @@ class RunConfig:
         _GROUP.strict_order, "Groups apply in fixed order (paper); false = skip if not ready."
     )
     aggregation: AggregationKind = _f(
-        _GROUP.aggregation, "Intra-group mean: unweighted (paper) or weighted."
+        _GROUP.aggregation,
+        "Intra-group aggregate: mean (unweighted, paper), weighted (by num-examples), median, "
+        "trimmed-mean or krum (Flower's FedMedian/FedTrimmedAvg/Krum rules); the cosine "
+        "filter acts on top.",
+    )
+    trim_beta: float = _f(
+        _GROUP.robust.trim_beta, "trimmed-mean: share cut from each tail, in [0, 0.5)."
+    )
+    krum_malicious: int = _f(
+        _GROUP.robust.krum_malicious, "krum: f, malicious clients assumed among those collected."
+    )
+    krum_select: int = _f(
+        _GROUP.robust.krum_select, "krum: updates averaged (1 = Krum, more = MultiKrum)."
     )
     outlier_filter: bool = _f(
         _OUTLIERS.enabled, "Blacklist clients whose deltas point away from the global update."
@@ -167,6 +179,28 @@ class RunConfig:
     delay: str = _f("lognormal(mu=-2,sigma=1)", "Injected delay before each push.")
     device: str = _f("profile", "Device speed model ('profile' = the profile's; virtual clock).")
     dropout: str = _f("none", "Availability model, e.g. bernoulli(p=0.05,down=30) (virtual clock).")
+    attack: str = _f(
+        "none",
+        "Hostile clients (fl_r2sp/clients/attacks.py): none, or terms joined by '+' of "
+        "sign-flip, scale(k), huge(v), examples(n), each optionally @ids (e.g. "
+        "'huge(1e30)@2+scale(1000)@5'); terms without ids hit the attack-fraction draw.",
+    )
+    attack_fraction: float = _f(
+        0.0, "Share of clients (seeded draw, round(share * N)) that run the id-less attack terms."
+    )
+    # --- update admission and run health (fl_r2sp/server/admission.py) --------
+    admission_norm_factor: float = _f(
+        10.0,
+        "k: reject an update whose delta norm exceeds k x the median of recent accepted norms "
+        "(k x the start model's norm during warm-up); 0 = no norm check.",
+    )
+    admission_warmup: int = _f(
+        10, "Accepted updates before the median bound applies (the start-model bound before)."
+    )
+    admission_window: int = _f(50, "Recent accepted delta norms the median is taken over.")
+    max_lost_share: float = _f(
+        0.5, "A run that dropped more than this share of its clients ends failed (exit != 0)."
+    )
     # --- stopping, evaluation, output -----------------------------------------
     max_updates: int = _f(60, "Stop after this many global updates (0 = no limit).")
     time_budget: float = _f(0.0, "Stop after this much (virtual or wall) time (0 = none).")
@@ -288,6 +322,14 @@ class RunConfig:
         _check(self.convergence_window >= 0, "convergence-window", self.convergence_window, ">= 0")
         _check(self.eval_every >= 1, "eval-every", self.eval_every, ">= 1")
         _check(self.job_timeout > 0, "job-timeout", self.job_timeout, "> 0")
+        _check(0 <= self.attack_fraction <= 1, "attack-fraction", self.attack_fraction,
+               "must lie in [0, 1]")
+        _check(self.admission_norm_factor >= 0, "admission-norm-factor",
+               self.admission_norm_factor, ">= 0 (0 = no norm check)")
+        _check(self.admission_warmup >= 0, "admission-warmup", self.admission_warmup, ">= 0")
+        _check(self.admission_window >= 1, "admission-window", self.admission_window, ">= 1")
+        _check(0 <= self.max_lost_share <= 1, "max-lost-share", self.max_lost_share,
+               "must lie in [0, 1]")
         _check(
             self.max_updates > 0 or self.time_budget > 0 or self.convergence_window > 0,
             "max-updates",

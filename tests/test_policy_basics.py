@@ -31,7 +31,7 @@ def test_aggregate_mean_vs_weighted() -> None:
     np.testing.assert_array_equal(aggregate(ups, "mean"), v(1.5, 1.5))
     np.testing.assert_array_equal(aggregate(ups, "weighted"), v(2, 2))
     with pytest.raises(ValueError, match="aggregation"):
-        aggregate(ups, "median")  # type: ignore[arg-type]
+        aggregate(ups, "geometric-median")  # type: ignore[arg-type]
 
 
 def test_aggregation_errors_are_explicit() -> None:

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from fl_r2sp.clients.attacks import AttackPlan
 from fl_r2sp.config import RunConfig
 from fl_r2sp.datasets import dataset_info
 from fl_r2sp.datasets.federated import FederatedData, federated_data
@@ -76,6 +77,10 @@ class ClientRuntime:
         base = profile.iteration_seconds(self.model_name)
         self.device = make_device_model(self.cfg.device, base)
         self.delay = make_delay(self.cfg.delay)
+        # Hostile behaviour (attack, attack-fraction): off unless configured; a bad spec
+        # fails here, before any training.
+        self.attacks = AttackPlan.of(self.cfg.attack, self.cfg.attack_fraction, self.cfg.seed,
+                                     self.cfg.num_partitions)
 
     def _num_classes(self) -> int:
         return dataset_info(self.cfg.dataset)[1]
@@ -114,6 +119,7 @@ class ClientRuntime:
                           delay_s=delay)
         else:
             reply = self._train(job, delay)
+        reply = self.attacks.apply(job, reply)
         if sleep_delay and delay > 0:
             time.sleep(delay)  # the paper's clients wait before returning their update
         return reply

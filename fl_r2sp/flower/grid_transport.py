@@ -91,6 +91,16 @@ def mismatch(arrays: Sequence[np.ndarray], template: Sequence[np.ndarray]) -> st
     return None
 
 
+def _count(value: object) -> int:
+    """``num-examples`` as sent: an int when integral, else passed on as is.
+
+    Admission (:mod:`fl_r2sp.server.admission`) rejects a non-integral or
+    out-of-range count with its reason; truncating 2.5 to 2 here would hide it.
+    """
+    number = float(value)  # type: ignore[arg-type]
+    return int(number) if number.is_integer() else number  # type: ignore[return-value]
+
+
 class GridTransport:
     """Send jobs through a Flower ``Grid`` and collect replies.
 
@@ -157,7 +167,7 @@ class GridTransport:
                 return Reply(job.cid, job.index, job.tag, None, error=f"rejected update: {problem}")
             weights = flatten(arrays)
             return Reply(job.cid, job.index, job.tag, weights,
-                         num_examples=int(metrics["num-examples"]),
+                         num_examples=_count(metrics["num-examples"]),
                          loss=float(metrics.get("train-loss", float("nan"))),
                          compute_s=float(metrics.get("compute-s", 0.0)),
                          delay_s=float(metrics.get("delay-s", 0.0)))

@@ -20,6 +20,7 @@ from fl_r2sp.datasets import dataset_info
 from fl_r2sp.flower.strategy import strategy_for
 from fl_r2sp.models import build_model, resolve_model_name
 from fl_r2sp.models.weights import state_to_arrays, unflatten
+from fl_r2sp.server.admission import RunFailed
 from fl_r2sp.server.evaluation import initial_weights
 
 app = ServerApp()
@@ -51,5 +52,10 @@ def main(grid: Grid, context: Context) -> None:
         run_fedavg(grid, cfg, arrays)
         return
     strategy = strategy_for(cfg)
-    strategy.start(grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates,
-                   timeout=cfg.job_timeout)
+    try:
+        strategy.start(grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates,
+                       timeout=cfg.job_timeout)
+    except RunFailed as exc:
+        # Flower marks the run finished:failed; the run directory (status "failed") is written.
+        logging.getLogger("fl_r2sp").error("%s", exc)
+        raise

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.protocol import Job, Reply, validate_weights
+from fl_r2sp.config import RunConfig
+from fl_r2sp.protocol import Job, Reply
+from fl_r2sp.server.admission import Admission, AdmissionParams, Verdict
 from fl_r2sp.server.transport import Transport
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
 from fl_r2sp.telemetry.eventlog import EventLog
@@ -91,6 +93,9 @@ class LoopBase:
         Log a line per evaluation.
     job_timeout : float (default: 600)
         Wall seconds before an unanswered job counts as failed.
+    admission : Admission or None (default: None)
+        The update admission gate (:mod:`fl_r2sp.server.admission`); None = one
+        with ``RunConfig``'s default knobs and no known partition sizes.
     """
 
     clock_name = "base"
@@ -106,6 +111,7 @@ class LoopBase:
         events: EventLog | None = None,
         progress: bool = True,
         job_timeout: float = 600.0,
+        admission: Admission | None = None,
     ) -> None:
         self.policy = policy
         self.transport = transport
@@ -121,6 +127,9 @@ class LoopBase:
         self.job_counter: dict[int, int] = {}
         self.replies: list[tuple[int, int]] = []  # (cid, job) of every reply received
         self._wall0 = time.perf_counter()
+        self.admission = admission if admission is not None else Admission(
+            AdmissionParams.from_config(RunConfig()), model_size)
+        self._verdicts: dict[tuple[int, int], Verdict] = {}  # (cid, job) -> why not admitted
 
     # -- decisions -------------------------------------------------------------
     def execute(self, now: float, decisions: Sequence[Decision]) -> None:
@@ -173,10 +182,38 @@ class LoopBase:
         return [Reply(job.cid, job.index, job.tag, None, error=error) for job in late]
 
     def check_reply(self, reply: Reply) -> str | None:
-        """Why ``reply`` must not be aggregated (error or bad weights), or None."""
-        if reply.error is not None:
-            return reply.error
-        return validate_weights(reply.weights, self.model_size)
+        """Why ``reply`` must not be aggregated (error, bad weights or count), or None.
+
+        The stateless half of admission (:meth:`Admission.check`), on receipt.
+        """
+        return self._note(reply.cid, reply.index, self.admission.check(reply))
+
+    def admit_update(self, job: Job, reply: Reply) -> str | None:
+        """Why the update must not reach the policy (its delta norm), or None (accepted).
+
+        The stateful half of admission (:meth:`Admission.check_norm`): call it
+        in the order updates reach the policy.
+        """
+        assert reply.weights is not None
+        verdict = self.admission.check_norm(reply.weights, job.weights)
+        if verdict is not None:
+            log.warning("client %d job %d rejected: %s", job.cid, job.index, verdict.message)
+        return self._note(job.cid, job.index, verdict)
+
+    def _note(self, cid: int, index: int, verdict: Verdict | None) -> str | None:
+        if verdict is None:
+            return None
+        self._verdicts[(cid, index)] = verdict
+        return verdict.message
+
+    def settle_failure(self, cid: int, index: int, message: str, reason: str = "offline") -> None:
+        """File a job that ends without an admitted update in the ledger, once.
+
+        ``reason`` is the ledger reason when no admission verdict was noted for
+        the job (the loop failed it itself: the client went offline).
+        """
+        verdict = self._verdicts.pop((cid, index), None) or Verdict(reason, message)
+        self.admission.ledger.count(verdict)
 
     # -- evaluation and stopping ----------------------------------------------
     def model_updated(self, now: float, d: ModelUpdated) -> None:
@@ -237,6 +274,7 @@ class LoopBase:
                 out["final_loss"] = last["loss"]
                 out["best_accuracy"] = max(h["accuracy"] for h in self.history)
         out["converged_at"] = self.stop.converged_at
+        out.update(self.admission.ledger.summary())
         out["wall_seconds"] = time.perf_counter() - self._wall0
         out.update({f"policy_{k}": v for k, v in self.policy.summary().items()})
         return out

@@ -24,6 +24,7 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.server.admission import Admission, AdmissionParams, RunFailed, run_problem
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
 from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
 from fl_r2sp.server.transport import Transport
@@ -92,6 +93,14 @@ def run(
         Log a line per evaluation and a summary at the end.
     run_name : str or None (default: None)
         Folder name (default: strategy-dataset-seed-timestamp).
+
+    Raises
+    ------
+    RunFailed
+        After the run directory is written, if the final model is non-finite
+        or more than ``max-lost-share`` of the clients were lost
+        (:func:`fl_r2sp.server.admission.run_problem`); ``summary["status"]``
+        is then ``"failed"`` and ``summary["failure"]`` says why.
     """
     from fl_r2sp.clients.runtime import data_for, runtime_for
     from fl_r2sp.server.evaluation import CentralEvaluator, initial_weights
@@ -113,21 +122,48 @@ def run(
         evaluator = CentralEvaluator(cfg)
     loop, network = _build_loop(cfg, policy, transport, weights, evaluator, progress,
                                 {c: runtime.compute_seconds(c) for c in clients})
+    loop.admission = Admission(AdmissionParams.from_config(cfg, _partition_sizes(cfg)),
+                               weights.size)
     started = time.perf_counter()
     try:
         final = loop.run(weights, clients)
     finally:
         transport.close()
     out = _finish(cfg, loop, final, network, outliers, started)
+    problem = _health(cfg, out, len(clients))
     if write:
         out.run_dir = write_run_dir(cfg, out, run_name)
     if progress:
         from fl_r2sp.telemetry.summary import format_summary
 
         log.info("\n%s", format_summary(out.summary))
+        log.info("updates: %d accepted, rejected %s, jobs dropped %s",
+                 out.summary["updates_accepted"], out.summary["updates_rejected"] or "none",
+                 out.summary["jobs_dropped"] or "none")
         if out.run_dir is not None:
             log.info("run directory: %s", out.run_dir)
+    if problem is not None:
+        log.error("run failed: %s", problem)
+        raise RunFailed(problem, out)
     return out
+
+
+def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:
+    """Training examples per partition id, as the server partitions the data (None: not loaded)."""
+    if cfg.timing_only:
+        return None  # timing runs load no data; clients report 1 example
+    from fl_r2sp.clients.runtime import data_for
+
+    return {i: int(n) for i, n in enumerate(data_for(cfg).partition.sizes())}
+
+
+def _health(cfg: RunConfig, out: RunOutput, num_clients: int) -> str | None:
+    """Record the run's status and lost clients in its summary; the failure reason or None."""
+    lost = list(out.summary.get("policy_dropped") or [])
+    problem = run_problem(out.weights, len(lost), num_clients, cfg.max_lost_share)
+    out.summary.update(clients_lost=len(lost), lost_share=len(lost) / max(1, num_clients),
+                       status="failed" if problem else "completed", failure=problem)
+    return problem
 
 
 def _build_loop(cfg: RunConfig, policy, transport: Transport, weights: np.ndarray,

@@ -315,11 +315,16 @@ class VirtualLoop(LoopBase):
         st = event.state
         cid = st.job.cid
         self.events.job(cid, st.job.index)["push_end"] = t
-        del self.active[cid]
         r = st.reply
         assert r is not None and r.weights is not None
+        # The norm bound is state: checked here, in virtual-time order, never on receipt.
+        rejected = self.admit_update(st.job, r)
+        if rejected is not None:
+            self._fail(t, st, rejected)
+            return
+        del self.active[cid]
         upd = Update(cid=cid, weights=r.weights.astype(np.float32, copy=False),
-                     num_examples=r.num_examples, tag=st.job.tag, loss=r.loss)
+                     num_examples=int(r.num_examples), tag=st.job.tag, loss=r.loss)
         self.execute(t, self.policy.on_update(t, upd))
         self._unpark(t, cid)
 
@@ -340,6 +345,7 @@ class VirtualLoop(LoopBase):
                 del self.flows[fid]
         del self.active[cid]
         self.events.job(cid, st.job.index)["failed"] = reason
+        self.settle_failure(cid, st.job.index, reason)  # no verdict noted: it went offline
         self.execute(t, self.policy.on_failure(t, cid, st.job.tag, reason))
         self._unpark(t, cid)
 

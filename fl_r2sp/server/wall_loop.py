@@ -96,12 +96,16 @@ class WallLoop(LoopBase):
         failure = self.check_reply(reply)
         if failure is not None:
             log.warning("client %d job %d rejected: %s", reply.cid, reply.index, failure)
+        else:
+            failure = self.admit_update(entry[0], reply)  # the norm bound, in arrival order
+        if failure is not None:
             row["failed"] = failure
+            self.settle_failure(reply.cid, reply.index, failure)
             self.execute(now, self.policy.on_failure(now, reply.cid, reply.tag, failure))
         else:
             assert reply.weights is not None
             upd = Update(reply.cid, reply.weights.astype(np.float32, copy=False),
-                         reply.num_examples, reply.tag, reply.loss)
+                         int(reply.num_examples), reply.tag, reply.loss)
             self.execute(now, self.policy.on_update(now, upd))
         if reply.cid in self.parked and reply.cid not in self.inflight:
             weights, tag = self.parked.pop(reply.cid)

@@ -11,13 +11,22 @@ arrival order of the messages was.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
 from fl_r2sp.strategies.base import Update
+from fl_r2sp.strategies.robust import (
+    ROBUST_KINDS,
+    RobustParams,
+    coordinate_median,
+    krum_select,
+    trimmed_mean,
+)
 
-AggregationKind = Literal["mean", "weighted"]
+#: The intra-group aggregate: unweighted mean (the paper), weighted by examples (FedAvg), or a
+#: robust reducer of :mod:`fl_r2sp.strategies.robust` (Flower's FedMedian, FedTrimmedAvg, Krum).
+AggregationKind = Literal["mean", "weighted", "median", "trimmed-mean", "krum"]
 
 
 def _as64(vector: np.ndarray) -> np.ndarray:
@@ -83,30 +92,55 @@ def weighted_mean(vectors: Sequence[np.ndarray], weights: Sequence[float]) -> np
 
 
 def coefficients(updates: Sequence[Update], how: AggregationKind) -> list[float]:
-    """Per-update coefficients of an aggregate: 1 each (``mean``) or ``num_examples``."""
-    if how == "mean":
-        return [1.0] * len(updates)
+    """Per-update coefficients: ``num_examples`` (``weighted``), else 1 each.
+
+    The robust reducers have no linear coefficients; the cosine filter's
+    leave-one-out reference then uses the unweighted mean of the others.
+    """
     if how == "weighted":
         return [float(u.num_examples) for u in updates]
-    raise ValueError(f"aggregation={how!r} is not one of 'mean', 'weighted'")
+    if how == "mean" or how in ROBUST_KINDS:
+        return [1.0] * len(updates)
+    raise ValueError(f"aggregation={how!r} is not one of {', '.join(get_args(AggregationKind))}")
 
 
-def aggregate(updates: Sequence[Update], how: AggregationKind = "mean") -> np.ndarray:
+def aggregate(updates: Sequence[Update], how: AggregationKind = "mean",
+              robust: RobustParams | None = None) -> np.ndarray:
     """Aggregate the full weights of ``updates`` (in the given order).
 
     Parameters
     ----------
     updates : sequence of Update
         Contributions, sorted by the caller by (arrival time, cid).
-    how : {"mean", "weighted"}, default "mean"
+    how : {"mean", "weighted", "median", "trimmed-mean", "krum"}, default "mean"
         ``"mean"``: unweighted mean (the paper's Algorithm 2, line 8);
-        ``"weighted"``: weighted by ``num_examples`` (FedAvg).
+        ``"weighted"``: weighted by ``num_examples`` (FedAvg); ``"median"``,
+        ``"trimmed-mean"``, ``"krum"``: the robust reducers of
+        :mod:`fl_r2sp.strategies.robust`.
+    robust : RobustParams or None, default None (= ``RobustParams()``)
+        Trim share and Krum's f and m.
     """
     coefs = coefficients(updates, how)
     vectors = [u.weights for u in updates]
+    knobs = robust if robust is not None else RobustParams()
     if how == "mean":
         return mean(vectors)
+    if how == "median":
+        return coordinate_median(vectors)
+    if how == "trimmed-mean":
+        return trimmed_mean(vectors, knobs.trim_beta)
+    if how == "krum":
+        picked = krum_select(vectors, knobs.krum_malicious, knobs.krum_select)
+        if len(picked) == 1:
+            return np.asarray(vectors[picked[0]], dtype=np.float32).copy()
+        picked.sort()  # sum in collection order (determinism), whatever the score order
+        return weighted_mean([vectors[i] for i in picked], [coefs_of(updates, i) for i in picked])
     return weighted_mean(vectors, coefs)
+
+
+def coefs_of(updates: Sequence[Update], index: int) -> float:
+    """``num_examples`` of ``updates[index]`` as a float (MultiKrum's weights, as Flower's)."""
+    return float(updates[index].num_examples)
 
 
 def mix(weights: np.ndarray, other: np.ndarray, weight: float) -> np.ndarray:

@@ -41,8 +41,9 @@ class BSPPolicy(FLR2SPPolicy):
         Partition ids (or their count).
     group : GroupParams, default GroupParams()
         Only ``fraction`` (C: fraction of the active clients aggregated in
-        first-c mode, sampled in sample mode) and ``aggregation`` (unweighted
-        mean, the paper's, or sample-weighted, FedAvg's) are read: BSP has one
+        first-c mode, sampled in sample mode), ``aggregation`` (unweighted
+        mean, the paper's, sample-weighted, FedAvg's, or a robust reducer) and
+        ``robust`` (its knobs) are read: BSP has one
         group and no gap, and keeps the other group knobs at their defaults.
     outliers : OutlierParams, default OutlierParams()
         As in :class:`FLR2SPPolicy`.
@@ -70,7 +71,7 @@ class BSPPolicy(FLR2SPPolicy):
         check_bsp_sampling(sampling)
         group = group if group is not None else GroupParams()
         one_group = GroupParams(num_groups=1, fraction=group.fraction, gap_factor=0.0,
-                                aggregation=group.aggregation)
+                                aggregation=group.aggregation, robust=group.robust)
         super().__init__(clients, one_group, outliers, known_outliers, max_failures)
         self.sampling: BspSamplingKind = sampling
         self.seed = int(seed)

@@ -108,6 +108,7 @@ class FLR2SPPolicy(Policy):
         self.gap_factor = float(group.gap_factor)
         self.strict_order = bool(group.strict_order)
         self.aggregation: AggregationKind = group.aggregation
+        self.robust = group.robust
         self.cosine_reference: CosineReferenceKind = outliers.reference
         self.score_stragglers = bool(outliers.score_stragglers)
         self.score_all_references = bool(outliers.all_references)
@@ -287,7 +288,7 @@ class FLR2SPPolicy(Policy):
         group.ready = True
         group.t_collect = float(now)
         group.round_time = float(now) - group.t_release
-        group.intra = aggregate(group.collected, self.aggregation)
+        group.intra = aggregate(group.collected, self.aggregation, self.robust)
         return [Record("group_collect", {
             "t": now, "group": group.gid, "round": group.round, "t_release": group.t_release,
             "t_collect": now, "round_time": group.round_time,

@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args
 
 from fl_r2sp.strategies._records import build, keyed, keys_of, nested, require, require_choice
 from fl_r2sp.strategies.aggregation import AggregationKind
+from fl_r2sp.strategies.robust import RobustParams
 from fl_r2sp.strategies.scoring import CosineReferenceKind
 from fl_r2sp.strategies.staleness import StalenessFn
 
@@ -72,8 +73,12 @@ class GroupParams:
         ``T`` (>= 0) before the first measurement (0: no gap until then).
     strict_order : bool, default True
         Fixed group order (paper); False lets any collected group apply.
-    aggregation : {"mean", "weighted"}, default "mean"
-        Intra-group mean: unweighted (paper) or by ``num_examples``.
+    aggregation : {"mean", "weighted", "median", "trimmed-mean", "krum"}, default "mean"
+        Intra-group aggregate: unweighted mean (paper), by ``num_examples``, or a
+        robust reducer (:mod:`fl_r2sp.strategies.robust`); the cosine filter acts on top.
+    robust : RobustParams, default RobustParams()
+        Trim share and Krum's f and m (keys ``trim-beta``, ``krum-malicious``,
+        ``krum-select``; :class:`~fl_r2sp.strategies.robust.RobustParams` states each default).
     """
 
     num_groups: int = keyed(4, "num-groups")
@@ -83,6 +88,7 @@ class GroupParams:
     initial_round_time: float = keyed(0.0, "initial-round-time")
     strict_order: bool = keyed(True, "strict-order")
     aggregation: AggregationKind = keyed("mean", "aggregation")
+    robust: RobustParams = nested(RobustParams, RobustParams())
 
     def __post_init__(self) -> None:
         require(self, "num_groups", self.num_groups >= 1, "need at least one group")

@@ -152,8 +152,8 @@ class BatchedExecutor:
             momentum=cfg.momentum,
             weight_decay=cfg.weight_decay,
         )
-        return [
-            Reply(
+        return [  # a configured attack rewrites the reply on the "client" side, as runtime.run
+            self.runtime.attacks.apply(job, Reply(
                 job.cid,
                 job.index,
                 job.tag,
@@ -162,7 +162,7 @@ class BatchedExecutor:
                 loss=float(res.mean_losses[k]),
                 compute_s=self.runtime.compute_seconds(job.cid),
                 delay_s=self.runtime.delay.sample_for(seed, job.cid, job.index),
-            )
+            ))
             for k, job in enumerate(stack)
         ]
 
