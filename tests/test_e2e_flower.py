@@ -2,8 +2,8 @@
 
 * the simulation writes a complete run directory;
 * a virtual-clock run is the same with 1 or 2 simulation actors, and the
-  same as the in-process runner (so Flower's scheduling does not leak into
-  results);
+  same as the in-process runner: final weights bit for bit, accuracy and the
+  application sequence (so Flower's scheduling does not leak into results);
 * ``scripts/deploy_local.py`` runs a real SuperLink + 4 SuperNodes, wall
   clock, two rounds per group.
 
@@ -77,6 +77,14 @@ def group_applies(folder: Path) -> list[tuple[float, int]]:
     return [(r["time"], r["group"]) for r in rows if r["kind"] == "group_apply"]
 
 
+def final_weights(folder: Path) -> tuple[str, tuple[int, ...], bytes]:
+    """The run's final global model (``weights.npy``): dtype, shape and raw bytes."""
+    import numpy as np
+
+    w = np.load(folder / "weights.npy")
+    return str(w.dtype), w.shape, w.tobytes()
+
+
 @pytest.fixture(scope="module")
 def sim_env(flwr_home: Path) -> dict[str, str]:
     """One environment (so one local SuperLink, on free ports) for the module's runs."""
@@ -112,9 +120,11 @@ def test_actor_count_and_in_process_agree(one_actor_run: Path, sim_env: dict[str
     assert local is not None
     expected = group_applies(one_actor_run)
     assert len(expected) == RUN["max_updates"]
+    weights = final_weights(one_actor_run)
     for other in (two, local):
         assert summary(other)["final_accuracy"] == summary(one_actor_run)["final_accuracy"]
         assert group_applies(other) == expected
+        assert final_weights(other) == weights  # dtype, shape and every bit
 
 
 def test_deploy_local_script(tmp_path: Path) -> None:
