@@ -209,7 +209,17 @@ class RunConfig:
     eval_every: int = _f(4, "Central evaluation every E global updates.")
     run_dir: str = _f("runs", "Directory under which each run writes its folder.")
     plots: bool = _f(True, "Write PNG plots at the end of the run.")
-    job_timeout: float = _f(600.0, "Wall seconds before an unanswered job counts as failed.")
+    job_timeout: float = _f(
+        600.0,
+        "Wall clock: real seconds before an unanswered job counts as failed. Virtual clock: "
+        "real seconds without any reply before the run stops with an error (a slow reply never "
+        "becomes a virtual failure); the Flower message TTL is at least 12 h there.",
+    )
+    allow_missing_nodes: bool = _f(
+        False,
+        "Flower: go on with the nodes that answered the partition query (within 120 s) "
+        "when fewer than num-partitions did; false = stop with an error naming the missing ones.",
+    )
 
     # ------------------------------------------------------------------------
     @classmethod

@@ -1,4 +1,4 @@
-"""Typed events of the virtual loop, their tie-break, group_of and the shared job timeout."""
+"""Typed events of the virtual loop, their tie-break, group_of and the wall loop's job timeout."""
 
 from __future__ import annotations
 
@@ -164,7 +164,8 @@ def test_dispatched_jobs_record_the_policys_group(strategy, expected) -> None:
     assert jobs and all(row["group"] == expected(row["cid"]) for row in jobs)
 
 
-def test_one_timeout_rule_for_both_loops() -> None:
+def test_job_timeout_rule_of_the_wall_loop() -> None:
+    # The virtual loop never fails a job on real time (tests/test_virtual_time_rules.py).
     transport = SilentTransport()
     base = LoopBase(IdlePolicy(), transport, 1, None, StopRule(), job_timeout=6.0)
     late, fresh = (

@@ -22,24 +22,31 @@ from collections.abc import Sequence
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
+from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 
 from fl_r2sp.models.weights import flatten, unflatten
 from fl_r2sp.protocol import Job, Reply
+from fl_r2sp.server.virtual_checks import VirtualTimeError
 
 log = logging.getLogger("fl_r2sp")
 
 #: Seconds between two pulls while waiting (pulls are cheap: ~0.06 ms).
 PULL_INTERVAL = 0.005
+#: Flower error codes of messages lost to real time (TTL expired, node without heartbeat).
+REAL_TIME_ERRORS = frozenset({ErrorCode.MESSAGE_UNAVAILABLE, ErrorCode.REPLY_MESSAGE_UNAVAILABLE,
+                              ErrorCode.NODE_UNAVAILABLE})
 
 
 def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0,
-                        wait_for_all: bool = False) -> dict[int, int]:
+                        wait_for_all: bool = False, allow_missing: bool = False) -> dict[int, int]:
     """Ask every node for its ``partition-id``; return {partition id: node id}.
 
     With ``wait_for_all``, waits up to ``timeout`` s for ``expected`` nodes
-    to connect (deployments start SuperNodes one by one). Nodes that do not
-    answer are left out.
+    to connect (deployments start SuperNodes one by one). If fewer than
+    ``expected`` partitions answer within ``timeout`` s, that is an error
+    unless ``allow_missing`` (run-config key ``allow-missing-nodes``): then the
+    run goes on with those that answered, and a warning names the others.
 
     Raises
     ------
@@ -47,6 +54,8 @@ def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0,
         If two nodes report the same partition id, or a node was told a
         ``num-partitions`` other than ``expected`` (the run would silently
         train on a fraction of the data).
+    RuntimeError
+        If partitions of ``0..expected-1`` are missing and not ``allow_missing``.
     """
     deadline = time.monotonic() + timeout
     nodes = list(grid.get_node_ids())
@@ -76,7 +85,36 @@ def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0,
                 raise ValueError(f"two nodes report partition-id={pid}: give each SuperNode its own")
             found[pid] = reply.metadata.src_node_id
         time.sleep(PULL_INTERVAL)
+    check_found(found, expected, allow_missing, len(nodes), timeout)
     return found
+
+
+def check_found(found: dict[int, int], expected: int, allow_missing: bool, asked: int,
+                timeout: float) -> None:
+    """Raise (or warn, with ``allow_missing``) if partitions ``0..expected-1`` are missing.
+
+    Parameters
+    ----------
+    found : dict[int, int]
+        {partition id: node id} of the nodes that answered.
+    expected : int
+        ``num-partitions`` (0 = unknown: nothing to check).
+    allow_missing : bool
+        Warn instead of raising (``allow-missing-nodes``).
+    asked, timeout : int, float
+        How many nodes were asked, and for how long (for the message).
+    """
+    missing = sorted(set(range(expected)) - set(found))
+    if not missing:
+        return
+    shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+    text = (f"{len(found)} of num-partitions={expected} partitions answered the partition "
+            f"query ({asked} nodes connected, {timeout:g} s); missing partition ids: {shown}")
+    if allow_missing:
+        log.warning("%s; allow-missing-nodes=true: the run goes on without them", text)
+        return
+    raise RuntimeError(f"{text}. Start the missing SuperNodes (or num-supernodes={expected} in "
+                       "simulation), or set allow-missing-nodes=true to run without them")
 
 
 def mismatch(arrays: Sequence[np.ndarray], template: Sequence[np.ndarray]) -> str | None:
@@ -114,14 +152,20 @@ class GridTransport:
         {partition id: node id}, e.g. from :func:`discover_partitions`.
     ttl : float (default: 3600)
         Time-to-live of each message in seconds.
+    virtual : bool (default: False)
+        Virtual clock: a message lost to real time (Flower error codes
+        :data:`REAL_TIME_ERRORS`: TTL expiry, a node without heartbeat) raises
+        :class:`~fl_r2sp.server.virtual_checks.VirtualTimeError` instead of
+        becoming an error reply, i.e. a failed job in virtual time.
     """
 
     def __init__(self, grid: Grid, template: Sequence[np.ndarray], partitions: dict[int, int],
-                 ttl: float = 3600.0) -> None:
+                 ttl: float = 3600.0, virtual: bool = False) -> None:
         self.grid = grid
         self.template = [np.asarray(a) for a in template]
         self.node_of = dict(partitions)
         self.ttl = ttl
+        self.virtual = virtual
         self.inflight: dict[str, Job] = {}
         self._by_cid: dict[int, str] = {}
 
@@ -158,6 +202,12 @@ class GridTransport:
             return None
         self._by_cid.pop(job.cid, None)
         if msg.has_error():
+            if self.virtual and msg.error.code in REAL_TIME_ERRORS:
+                raise VirtualTimeError(
+                    f"client {job.cid} job {job.index}: the message was lost to real time "
+                    f"({msg.error.reason}, Flower error code {msg.error.code}); under the virtual "
+                    "clock that cannot become a failed job (virtual failures come only from the "
+                    "dropout model), so the run stops: check the node, or raise job-timeout")
             return Reply(job.cid, job.index, job.tag, None, error=f"client error: {msg.error.reason}")
         try:
             metrics = msg.content["metrics"]

@@ -35,7 +35,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import (
+    DEFAULT_TTL,
+    ArrayRecord,
+    ConfigRecord,
+    Message,
+    MessageType,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Result, Strategy
 
@@ -117,7 +125,8 @@ class EventDrivenStrategy(Strategy):
         num_rounds : int (default: 3)
             Number of global model updates (0 = use the config's stop rules).
         timeout : float (default: 3600)
-            Seconds before an unanswered job counts as failed.
+            ``job-timeout``: wall clock, seconds before an unanswered job counts as
+            failed; virtual clock, seconds without any reply before the run stops.
         train_config, evaluate_config : ConfigRecord, optional
             Ignored (every knob is in the RunConfig); accepted for API parity.
         evaluate_fn : callable, optional
@@ -136,9 +145,14 @@ class EventDrivenStrategy(Strategy):
         template = initial_arrays.to_numpy_ndarrays()
         log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
         self.summary()
+        virtual = cfg.clock == "virtual"
         partitions = discover_partitions(grid, expected=cfg.num_partitions,
-                                         wait_for_all=cfg.clock == "wall")
-        transport = GridTransport(grid, template, partitions, ttl=max(timeout, 60.0))
+                                         wait_for_all=not virtual or not cfg.allow_missing_nodes,
+                                         allow_missing=cfg.allow_missing_nodes)
+        # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
+        # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
+        ttl = max(timeout, float(DEFAULT_TTL)) if virtual else max(timeout, 60.0)
+        transport = GridTransport(grid, template, partitions, ttl=ttl, virtual=virtual)
         evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
         out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
         return _to_result(out, template)

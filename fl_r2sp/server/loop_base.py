@@ -92,7 +92,9 @@ class LoopBase:
     progress : bool (default: True)
         Log a line per evaluation.
     job_timeout : float (default: 600)
-        Wall seconds before an unanswered job counts as failed.
+        Wall clock: real seconds before an unanswered job counts as failed.
+        Virtual clock: real seconds the loop may wait without any reply before
+        the run stops (a slow reply never becomes a virtual failure).
     admission : Admission or None (default: None)
         The update admission gate (:mod:`fl_r2sp.server.admission`); None = one
         with ``RunConfig``'s default knobs and no known partition sizes.

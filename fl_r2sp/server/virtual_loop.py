@@ -34,6 +34,7 @@ from fl_r2sp.emulation.clock import VirtualClock
 from fl_r2sp.emulation.events import EventQueue
 from fl_r2sp.emulation.network import Network, pull_links, push_links
 from fl_r2sp.server.loop_base import LoopBase, log
+from fl_r2sp.server.virtual_checks import StallWatch, push_start
 from fl_r2sp.server.virtual_events import (
     ClientOffline,
     ClientOnline,
@@ -68,8 +69,13 @@ class VirtualLoop(LoopBase):
         Client dropouts (None = always online).
     seed : int
         Seed of the availability draws.
+    wall_clock : callable, default time.monotonic
+        Real-time source of the safety timeout (tests pass a fake one).
     **base : Any
-        Passed to :class:`LoopBase` (``job_timeout`` among them).
+        Passed to :class:`LoopBase` (``job_timeout`` among them: here the real
+        seconds the loop may wait without any reply before it stops with
+        :class:`~fl_r2sp.server.virtual_checks.VirtualTimeError`; a slow reply
+        never becomes a failed job, ``docs/architecture.md`` §4).
     """
 
     clock_name = "virtual"
@@ -83,6 +89,7 @@ class VirtualLoop(LoopBase):
         compute_lb: dict[int, float],
         availability: AvailabilityModel | None = None,
         seed: int = 0,
+        wall_clock: Callable[[], float] = time.monotonic,
         **base: Any,
     ) -> None:
         super().__init__(**base)
@@ -92,6 +99,7 @@ class VirtualLoop(LoopBase):
         self.compute_lb = compute_lb
         self.availability = availability
         self.seed = seed
+        self._stall = StallWatch(self.job_timeout, wall_clock)
         self.clock = VirtualClock()
         self.queue = EventQueue()
         self.active: dict[int, JobState] = {}  # cid -> job in virtual flight
@@ -184,9 +192,11 @@ class VirtualLoop(LoopBase):
 
     def _receive(self) -> None:
         """Block for at least one real reply and file what it tells."""
-        replies = self.transport.poll(timeout=1.0) or self._timed_out(
-            ((s.job, s.sent) for s in self.unreplied.values() if s.submitted), time.monotonic()
-        )
+        replies = self.transport.poll(timeout=1.0)
+        if replies:
+            self._stall.progress()
+        else:  # real time never fails a job here: only a long stall stops the run
+            self._stall.idle(sorted(self.unreplied))
         for reply in replies:
             st = self.unreplied.pop((reply.cid, reply.index), None)
             self._node_jobs.discard(reply.cid)
@@ -295,7 +305,9 @@ class VirtualLoop(LoopBase):
             at = st.pull_end + self.compute_lb.get(st.job.cid, 0.0)
             self._schedule(at, st.job.cid, JobFailed(st))
             return
-        at = st.pull_end + st.reply.compute_s + st.reply.delay_s
+        cid, r = st.job.cid, st.reply
+        at = push_start(cid, st.job.index, st.pull_end, r.compute_s, r.delay_s,
+                        self.compute_lb.get(cid, 0.0), self.clock.now())
         row = self.events.job(st.job.cid, st.job.index)
         row.update(train_end=st.pull_end + st.reply.compute_s, delay=st.reply.delay_s)
         self._schedule(at, st.job.cid, PushStart(st))
