@@ -188,3 +188,20 @@ def test_compute_scale_multiplies_the_drawn_times():
     three = run_reduce_sim(ReduceSimSpec(ReduceParams("allreduce"), compute_scale=3.0, **base))
     # the first all-reduce starts when the slowest first round ends: 3x later, same draws
     assert three.syncs[0]["start"] == pytest.approx(3 * one.syncs[0]["start"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "params,kw",
+    [
+        (ReduceParams("selective", reading="literal"), {}),
+        (ReduceParams("selective", reading="literal", full_sync_every=3), {}),
+        (ReduceParams("selective", hazard="conditional"), {"start": "cold"}),
+        (ReduceParams("selective", full_sync_every=3), {"bw_error": 0.3}),
+    ],
+)
+def test_selective_variants_keep_training(params, kw):
+    res = run_reduce_sim(ReduceSimSpec(params, num_workers=20, duration_s=30.0, seed=1, **kw))
+    m = res.metrics()
+    assert m["total_syncs"] >= 3  # no stall: syncs keep completing
+    if params.full_sync_every is not None:
+        assert m["full_syncs"] >= 1 and res.syncs[0]["full"]  # k = 0: the first sync is full

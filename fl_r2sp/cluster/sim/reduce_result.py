@@ -1,6 +1,6 @@
 """What a selective-reduce trial produced, its metrics, and min/median/max over trials.
 
-Metrics (the paper's §IV-A, plus the variants the digest asks for):
+Metrics (the paper's §IV-A, plus variants where its definitions are ambiguous):
 
 * ``sync_time_s``: mean duration of a completed synchronization (launch to end);
 * ``sync_time_wait_s``: the same plus the BPAWR wait of the group (paper erratum 9: whether

@@ -11,8 +11,8 @@ Defaults and where they come from (``docs/paper-notes.md`` §5):
 * ``hazard`` = "paper": the probability that a worker ``t`` seconds into its round is ready
   within Δt is ``F(t + Δt)`` as Algorithm 2 uses it; "conditional" is the correct conditional
   ``(F(t + Δt) − F(t)) / (1 − F(t))``.
-* ``reading`` = "consistent": the digest's consistent reading of Algorithms 1–3; "literal" is
-  the pseudo-code as printed, with a stall guard (see :mod:`.selective`).
+* ``reading`` = "consistent": our consistent reading of Algorithms 1–3 (``docs/paper-notes.md``
+  §5.4); "literal" is the pseudo-code as printed, with a stall guard (see :mod:`.selective`).
 * ``weights`` = "iterations": a member's weight in the weighted all-reduce is proportional to
   its iteration count (partial reduce's staleness compensation, our reading of Miao et al.);
   "uniform" gives every member 1/m.
