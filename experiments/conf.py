@@ -52,8 +52,7 @@ TRAINING: Mapping[str, Mapping[str, Any]] = MappingProxyType({
                   models=("mlp",)),
     # 32 clients (4 groups of 8, C -> 6 of 8), tau 20, 8,000 training samples
     # (250 per client), lr 0.05, at most 60 rounds, "stagnant" = no gain > 0.5 points.
-    # CNN only: ResNet20 is too slow on 2 shared cores, and the LSTM did not learn at
-    # this size (BSP, 20 rounds: test accuracy 9.8%, chance level, in 280 s wall).
+    # CNN only: ResNet20 and the LSTM are not trained at this scale (CPU time).
     "laptop": dict(_TRAIN_COMMON, num_partitions=32, group_size=8, local_iterations=20, lr=0.05,
                    max_train_samples=8000, rounds=60, convergence_tol=0.005,
                    models=("cnn",)),

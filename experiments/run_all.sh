@@ -23,6 +23,9 @@ run table4     # Table IV: per-round time and convergence time
 run fig15      # Fig. 15: final accuracy per scheme, with/without filter, + FedBuff
 run outliers   # outlier filter precision/recall and false-positive rate
 run c_sweep    # round time and accuracy vs C
+# The paper-setting scoring experiment (paper per-client setting at every scale but smoke;
+# about ten CPU minutes per run, six runs): uncomment to include it.
+# run outliers_scoring
 # Plot step and report.
 "$PY" -m experiments.plots --out "$OUT"
 "$PY" -m experiments.report --out "$OUT"
