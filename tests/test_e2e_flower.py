@@ -23,15 +23,27 @@ import pytest
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.flower.processes import (
-    flwr_bin, local_superlink_env, local_superlink_pids, pids_matching, pids_with_env)
+    flwr_bin,
+    local_superlink_env,
+    local_superlink_pids,
+    pids_matching,
+    pids_with_env,
+)
 from fl_r2sp.server.runner import run
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
 #: The small run every simulation test uses (keys as in pyproject.toml).
-RUN = dict(num_partitions=6, num_groups=2, max_updates=4, eval_every=2, local_iterations=5,
-           seed=3, plots=False)
+RUN = dict(
+    num_partitions=6,
+    num_groups=2,
+    max_updates=4,
+    eval_every=2,
+    local_iterations=5,
+    seed=3,
+    plots=False,
+)
 #: Simulation resources giving 1 and 2 Ray actors whatever the machine's core count.
 ONE_ACTOR = "num-supernodes=6 client-resources-num-cpus=1 init-args-num-cpus=1"
 TWO_ACTORS = "num-supernodes=6 client-resources-num-cpus=1 init-args-num-cpus=2"
@@ -58,8 +70,16 @@ def only_run_dir(run_dir: Path) -> Path:
 
 def flwr_simulation(env: dict[str, str], run_dir: Path, federation: str) -> Path:
     """``flwr run .`` the small run; return its run folder."""
-    cmd = [str(flwr_bin()), "run", str(REPO), "--stream", "--federation-config", federation,
-           "--run-config", run_config(run_dir, **RUN)]
+    cmd = [
+        str(flwr_bin()),
+        "run",
+        str(REPO),
+        "--stream",
+        "--federation-config",
+        federation,
+        "--run-config",
+        run_config(run_dir, **RUN),
+    ]
     res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-3000:]
@@ -113,8 +133,9 @@ def test_simulation_writes_run_directory(one_actor_run: Path, flwr_home: Path) -
     assert [g for _, g in group_applies(one_actor_run)] == [0, 1, 0, 1]
 
 
-def test_actor_count_and_in_process_agree(one_actor_run: Path, sim_env: dict[str, str],
-                                          tmp_path: Path) -> None:
+def test_actor_count_and_in_process_agree(
+    one_actor_run: Path, sim_env: dict[str, str], tmp_path: Path
+) -> None:
     two = flwr_simulation(sim_env, tmp_path / "runs-2-actors", TWO_ACTORS)
     local = run(RunConfig(**RUN, run_dir=str(tmp_path / "in-process")), progress=False).run_dir
     assert local is not None
@@ -129,10 +150,27 @@ def test_actor_count_and_in_process_agree(one_actor_run: Path, sim_env: dict[str
 
 def test_deploy_local_script(tmp_path: Path) -> None:
     home, runs = tmp_path / "deploy-home", tmp_path / "runs"
-    overrides = run_config(runs, num_groups=2, max_updates=4, eval_every=2,
-                           local_iterations=5, delay="constant(value=0.05)", plots=False)
-    cmd = [sys.executable, str(REPO / "scripts" / "deploy_local.py"), "--num-supernodes", "4",
-           "--timeout", "400", "--flwr-home", str(home), "--run-config", overrides]
+    overrides = run_config(
+        runs,
+        num_groups=2,
+        max_updates=4,
+        eval_every=2,
+        local_iterations=5,
+        delay="constant(value=0.05)",
+        plots=False,
+    )
+    cmd = [
+        sys.executable,
+        str(REPO / "scripts" / "deploy_local.py"),
+        "--num-supernodes",
+        "4",
+        "--timeout",
+        "400",
+        "--flwr-home",
+        str(home),
+        "--run-config",
+        overrides,
+    ]
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=480)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
@@ -152,10 +190,25 @@ def test_bsp_equals_flowers_own_fedavg(sim_env: dict[str, str], tmp_path: Path) 
     """C = 1, example-weighted mean, no delays, same seed: BSP's model is FedAvg's."""
     import numpy as np
 
-    same = dict(RUN, num_groups=1, fraction=1.0, aggregation="weighted", delay="none",
-                max_updates=3, eval_every=1)
-    cmd = [str(flwr_bin()), "run", str(REPO), "--stream", "--federation-config", ONE_ACTOR,
-           "--run-config", run_config(tmp_path / "fedavg", strategy="fedavg", **same)]
+    same = dict(
+        RUN,
+        num_groups=1,
+        fraction=1.0,
+        aggregation="weighted",
+        delay="none",
+        max_updates=3,
+        eval_every=1,
+    )
+    cmd = [
+        str(flwr_bin()),
+        "run",
+        str(REPO),
+        "--stream",
+        "--federation-config",
+        ONE_ACTOR,
+        "--run-config",
+        run_config(tmp_path / "fedavg", strategy="fedavg", **same),
+    ]
     res = subprocess.run(cmd, env=sim_env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
     fedavg = np.load(only_run_dir(tmp_path / "fedavg") / "weights.npy")

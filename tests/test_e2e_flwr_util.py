@@ -30,7 +30,9 @@ linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 
 
 def load_deploy_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("deploy_local", REPO / "scripts" / "deploy_local.py")
+    spec = importlib.util.spec_from_file_location(
+        "deploy_local", REPO / "scripts" / "deploy_local.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -72,10 +74,16 @@ def test_stop_group_stops_the_whole_tree(tmp_path: Path) -> None:
 
 @linux_only
 def test_stop_pids_kills_what_ignores_sigterm() -> None:
-    proc = subprocess.Popen([sys.executable, "-c",
-                             "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                             "print('ready', flush=True); time.sleep(300)"],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(300)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     assert stop_pids([proc.pid], grace=0.3) == []
     assert proc.wait(timeout=5) == -9
@@ -99,14 +107,27 @@ def test_pids_matching_whole_args() -> None:
 def test_deploy_commands_and_flower_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     deploy = load_deploy_script()
     assert deploy.supernode_cmd(9091, 9100, 2, 4)[1:] == [
-        "--insecure", "--superlink", "127.0.0.1:9091", "--host", "127.0.0.1", "--port", "9100",
-        "--node-config", "partition-id=2 num-partitions=4"]
+        "--insecure",
+        "--superlink",
+        "127.0.0.1:9091",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "9100",
+        "--node-config",
+        "partition-id=2 num-partitions=4",
+    ]
     link = deploy.superlink_cmd(9091, tmp_path / "state.db")
     assert link[link.index("--port") + 1] == "9091" and "--insecure" in link
     run = deploy.flwr_run_cmd(REPO, 4, "max-updates=2")
     assert run[1:5] == ["run", str(REPO), "deployment", "--stream"]
     # The user's overrides come last, so they win over clock/num-partitions.
-    assert run[-4:] == ["--run-config", "clock='wall' num-partitions=4", "--run-config", "max-updates=2"]
+    assert run[-4:] == [
+        "--run-config",
+        "clock='wall' num-partitions=4",
+        "--run-config",
+        "max-updates=2",
+    ]
     # flwr itself reads the connection we write.
     from flwr.cli.flower_config import read_superlink_connection
 

@@ -9,6 +9,7 @@
   ``flwr run .`` starts (``pyproject.toml``, ``[tool.flwr.app.components]``);
 * :mod:`.fedavg_baseline`: Flower's stock ``FedAvg`` as a baseline;
 * :mod:`.processes`: start and stop SuperLink / SuperNode processes.
+* :mod:`.records`: typed reads of Flower message records (arrays, metrics, numbers).
 
 Dependencies point one way: this package imports ``server``, ``clients``,
 ``strategies`` and the layers below them; nothing else in ``fl_r2sp`` imports

@@ -22,6 +22,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, 
 from flwr.clientapp import ClientApp
 
 from fl_r2sp.config import RunConfig
+from fl_r2sp.flower.records import arrays_of, config_record, number
 from fl_r2sp.protocol import Job
 
 # torch-dependent modules are imported inside the train/evaluate handlers:
@@ -54,10 +55,12 @@ def partition_of(context: Context) -> int:
 @app.query()
 def query(msg: Message, context: Context) -> Message:
     """Report the partition id (and how many partitions the node was told of)."""
-    cfg = ConfigRecord({
-        "partition-id": partition_of(context),
-        "num-partitions": int(context.node_config.get("num-partitions", 0)),
-    })
+    cfg = ConfigRecord(
+        {
+            "partition-id": partition_of(context),
+            "num-partitions": int(context.node_config.get("num-partitions", 0)),
+        }
+    )
     return Message(RecordDict({"config": cfg}), reply_to=msg)
 
 
@@ -69,24 +72,26 @@ def train(msg: Message, context: Context) -> Message:
 
     cfg = config_of(context)
     pid = partition_of(context)
-    conf = msg.content["config"] if "config" in msg.content else ConfigRecord()
+    conf = config_record(msg.content) if "config" in msg.content else ConfigRecord()
     # Our strategies send a per-client job index; Flower's FedAvg sends
     # server-round (1, 2, ...): round k is job k-1, so both seed SGD alike.
-    index = int(conf["job"]) if "job" in conf else int(conf.get("server-round", 1)) - 1
-    tag = int(conf.get("tag", index))
-    arrays = msg.content["arrays"].to_numpy_ndarrays()
+    index = int(number(conf, "job")) if "job" in conf else int(number(conf, "server-round", 1)) - 1
+    tag = int(number(conf, "tag", index))
+    arrays = arrays_of(msg.content)
     job = Job(cid=pid, index=index, tag=tag, weights=flatten(arrays))
     reply = runtime_for(cfg).run(job, sleep_delay=cfg.clock == "wall")
     assert reply.weights is not None
-    metrics = MetricRecord({
-        "num-examples": reply.num_examples,
-        "train-loss": float(reply.loss),
-        "compute-s": float(reply.compute_s),
-        "delay-s": float(reply.delay_s),
-        "partition-id": pid,
-        "job": index,
-        "tag": tag,
-    })
+    metrics = MetricRecord(
+        {
+            "num-examples": reply.num_examples,
+            "train-loss": float(reply.loss),
+            "compute-s": float(reply.compute_s),
+            "delay-s": float(reply.delay_s),
+            "partition-id": pid,
+            "job": index,
+            "tag": tag,
+        }
+    )
     out = ArrayRecord(unflatten(reply.weights, arrays))
     return Message(RecordDict({"arrays": out, "metrics": metrics}), reply_to=msg)
 
@@ -100,10 +105,15 @@ def evaluate_local(msg: Message, context: Context) -> Message:
 
     cfg = config_of(context)
     runtime = runtime_for(cfg)
-    arrays = msg.content["arrays"].to_numpy_ndarrays()
+    arrays = arrays_of(msg.content)
     arrays_to_state(runtime.model, unflatten(flatten(arrays), runtime.template))
     data = data_for(cfg).client(partition_of(context))
     res = evaluate(runtime.model, data.x, data.y)
-    metrics = MetricRecord({"num-examples": res.num_examples, "eval-loss": float(res.loss),
-                            "eval-acc": float(res.accuracy)})
+    metrics = MetricRecord(
+        {
+            "num-examples": res.num_examples,
+            "eval-loss": float(res.loss),
+            "eval-acc": float(res.accuracy),
+        }
+    )
     return Message(RecordDict({"metrics": metrics}), reply_to=msg)

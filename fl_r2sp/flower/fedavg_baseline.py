@@ -18,7 +18,8 @@ from flwr.serverapp.strategy import FedAvg
 from fl_r2sp.config import RunConfig
 from fl_r2sp.models.weights import flatten
 from fl_r2sp.server.evaluation import CentralEvaluator
-from fl_r2sp.server.runner import RunOutput, write_run_dir
+from fl_r2sp.server.run_files import write_run_dir
+from fl_r2sp.server.runner import RunOutput
 from fl_r2sp.telemetry.eventlog import EventLog
 
 
@@ -31,18 +32,30 @@ def run_fedavg(grid: Grid, cfg: RunConfig, arrays: ArrayRecord) -> RunOutput:
     def evaluate_fn(server_round: int, rec: ArrayRecord) -> MetricRecord:
         loss, acc = evaluator(flatten(rec.to_numpy_ndarrays()))
         wall = time.perf_counter() - started
-        history.append({"version": server_round, "time": wall, "loss": loss, "accuracy": acc,
-                        "wall": wall})
+        history.append(
+            {"version": server_round, "time": wall, "loss": loss, "accuracy": acc, "wall": wall}
+        )
         return MetricRecord({"loss": loss, "accuracy": acc})
 
-    strategy = FedAvg(fraction_train=cfg.fraction, fraction_evaluate=0.0,
-                      min_available_nodes=cfg.num_partitions)
-    result = strategy.start(grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates,
-                            timeout=cfg.job_timeout, evaluate_fn=evaluate_fn)
+    strategy = FedAvg(
+        fraction_train=cfg.fraction, fraction_evaluate=0.0, min_available_nodes=cfg.num_partitions
+    )
+    result = strategy.start(
+        grid=grid,
+        initial_arrays=arrays,
+        num_rounds=cfg.max_updates,
+        timeout=cfg.job_timeout,
+        evaluate_fn=evaluate_fn,
+    )
     weights = flatten(result.arrays.to_numpy_ndarrays())
-    summary = {"strategy": "fedavg", "global_updates": cfg.max_updates, "clock": "wall",
-               "final_accuracy": history[-1]["accuracy"], "final_loss": history[-1]["loss"],
-               "wall_seconds": time.perf_counter() - started}
+    summary = {
+        "strategy": "fedavg",
+        "global_updates": cfg.max_updates,
+        "clock": "wall",
+        "final_accuracy": history[-1]["accuracy"],
+        "final_loss": history[-1]["loss"],
+        "wall_seconds": time.perf_counter() - started,
+    }
     out = RunOutput(np.asarray(weights, np.float32), history, summary, EventLog())
     out.run_dir = write_run_dir(cfg.replace(plots=False), out)
     return out

@@ -11,6 +11,7 @@ SuperLink and N SuperNodes that must all be stopped whatever happens.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -68,7 +69,9 @@ def free_ports(count: int = 1, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-def flower_env(flwr_home: str | os.PathLike[str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def flower_env(
+    flwr_home: str | os.PathLike[str], extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Environment for Flower processes that keeps them to ``flwr_home``.
 
     Sets ``FLWR_HOME`` (config, installed apps, the local SuperLink's
@@ -79,13 +82,15 @@ def flower_env(flwr_home: str | os.PathLike[str], extra: Mapping[str, str] | Non
     entries win.
     """
     env = dict(os.environ)
-    env.update({
-        "FLWR_HOME": str(flwr_home),
-        "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
-        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-        "FLWR_DISABLE_UPDATE_CHECK": "1",
-        "FLWR_TELEMETRY_ENABLED": "0",
-    })
+    env.update(
+        {
+            "FLWR_HOME": str(flwr_home),
+            "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
+            "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+            "FLWR_DISABLE_UPDATE_CHECK": "1",
+            "FLWR_TELEMETRY_ENABLED": "0",
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -98,10 +103,13 @@ def local_superlink_env(flwr_home: str | os.PathLike[str]) -> dict[str, str]:
     make each ``FLWR_HOME`` get its own.
     """
     http, control = free_ports(2)
-    return flower_env(flwr_home, {
-        "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(http),
-        "FLWR_LOCAL_CONTROL_API_PORT": str(control),
-    })
+    return flower_env(
+        flwr_home,
+        {
+            "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(http),
+            "FLWR_LOCAL_CONTROL_API_PORT": str(control),
+        },
+    )
 
 
 def start_group(
@@ -116,9 +124,14 @@ def start_group(
     :func:`stop_group` stops them all. Output goes to ``log`` (default: this
     process's stdout/stderr).
     """
-    return subprocess.Popen(list(cmd), env=dict(env) if env is not None else None, cwd=cwd,
-                            stdout=log, stderr=subprocess.STDOUT if log is not None else None,
-                            start_new_session=True)
+    return subprocess.Popen(
+        list(cmd),
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        stdout=log,
+        stderr=subprocess.STDOUT if log is not None else None,
+        start_new_session=True,
+    )
 
 
 def stop_group(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
@@ -139,10 +152,17 @@ def stop_groups(procs: Sequence[subprocess.Popen[Any]], grace: float = 5.0) -> N
             members.add(proc.pid)
     stop_pids(sorted(members | descendants(members)), grace)
     for proc in procs:
-        try:
-            proc.wait(timeout=1.0)  # reap; SIGKILL has been sent already
-        except subprocess.TimeoutExpired:  # only if it ignored even SIGKILL (D state)
-            pass
+        # Reap; SIGKILL has been sent already. A timeout only if it ignored even SIGKILL (D state).
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+
+
+def _program(proc: subprocess.Popen[Any]) -> str:
+    """The program ``proc`` was started as (its first argument), for messages."""
+    args = proc.args
+    if isinstance(args, str | bytes | os.PathLike):
+        return os.fsdecode(args)
+    return os.fsdecode(args[0])
 
 
 def _group_members(pgid: int) -> list[int]:
@@ -167,7 +187,7 @@ def _proc_stats() -> dict[int, tuple[str, int, int]]:
         except OSError:  # exited while scanning
             continue
         # The command name (field 2) may contain spaces/parens: split after the last ')'.
-        fields = raw[raw.rfind(")") + 2:].split()
+        fields = raw[raw.rfind(")") + 2 :].split()
         stats[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]))
     return stats
 
@@ -261,10 +281,8 @@ def stop_pids(pids: Sequence[int], grace: float = 5.0) -> list[int]:
 
 def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def local_superlink_pids(flwr_home: str | os.PathLike[str]) -> list[int]:
@@ -276,7 +294,9 @@ def local_superlink_pids(flwr_home: str | os.PathLike[str]) -> list[int]:
     ``--parent-pid <superlink pid>``; the ServerApp and simulation processes
     are their descendants. All of these are returned.
     """
-    roots = set(pids_matching(str(Path(flwr_home)))) | set(pids_with_env("FLWR_HOME", str(flwr_home)))
+    roots = set(pids_matching(str(Path(flwr_home)))) | set(
+        pids_with_env("FLWR_HOME", str(flwr_home))
+    )
     for pid in list(roots):
         roots.update(pids_matching(f"--parent-pid {pid}", whole_args=True))
     return sorted(roots | descendants(roots))
@@ -298,11 +318,15 @@ def stop_local_superlink(flwr_home: str | os.PathLike[str], grace: float = 5.0) 
     pids = local_superlink_pids(flwr_home)
     survivors = stop_pids(pids, grace)
     if survivors:
-        raise RuntimeError(f"processes {survivors} of the SuperLink in {flwr_home} survived SIGKILL")
+        raise RuntimeError(
+            f"processes {survivors} of the SuperLink in {flwr_home} survived SIGKILL"
+        )
     return pids
 
 
-def wait_http_ok(url: str, timeout: float = 30.0, proc: subprocess.Popen[Any] | None = None) -> None:
+def wait_http_ok(
+    url: str, timeout: float = 30.0, proc: subprocess.Popen[Any] | None = None
+) -> None:
     """Wait until ``GET url`` answers 2xx (e.g. a SuperLink's ``/health``).
 
     Raises
@@ -315,7 +339,9 @@ def wait_http_ok(url: str, timeout: float = 30.0, proc: subprocess.Popen[Any] | 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with code {proc.returncode} before {url} answered")
+            raise RuntimeError(
+                f"{_program(proc)} exited with code {proc.returncode} before {url} answered"
+            )
         try:
             with urllib.request.urlopen(url, timeout=1.0) as resp:  # noqa: S310 (loopback URL)
                 if 200 <= resp.status < 300:

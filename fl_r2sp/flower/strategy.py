@@ -49,8 +49,9 @@ from flwr.serverapp.strategy import Result, Strategy
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.flower.grid_transport import GridTransport, discover_partitions
+from fl_r2sp.flower.records import MetricValue, arrays_of, metrics_of, number
 from fl_r2sp.models.weights import flatten, unflatten
-from fl_r2sp.server.runner import run
+from fl_r2sp.server.runner import RunOutput, run
 from fl_r2sp.strategies.aggregation import mean, weighted_mean
 from fl_r2sp.strategies.registry import SCHEMES, Scheme
 
@@ -90,18 +91,34 @@ class EventDrivenStrategy(Strategy):
         for klass in cls.__mro__:
             if klass.__name__ in by_class:
                 return by_class[klass.__name__]
-        raise TypeError(f"{cls.__name__} is no registered scheme's Flower class; subclass one "
-                        f"of {', '.join(by_class)}")
+        raise TypeError(
+            f"{cls.__name__} is no registered scheme's Flower class; subclass one "
+            f"of {', '.join(by_class)}"
+        )
 
     def summary(self) -> None:
         """Log the scheme's knobs."""
         c = self.cfg
-        log.info("\t├── scheme %s (%s), clock %s, seed %d", c.strategy,
-                 self.scheme().description, c.clock, c.seed)
-        log.info("\t├── M=%d groups, C=%.2f, r=%.2f, EMA weight %.2f", c.groups, c.fraction,
-                 c.gap_factor, c.ema_weight)
-        log.info("\t└── outlier filter %s (beta=%.2f, %d rounds)", c.outlier_filter,
-                 c.cosine_threshold, c.outlier_rounds)
+        log.info(
+            "\t├── scheme %s (%s), clock %s, seed %d",
+            c.strategy,
+            self.scheme().description,
+            c.clock,
+            c.seed,
+        )
+        log.info(
+            "\t├── M=%d groups, C=%.2f, r=%.2f, EMA weight %.2f",
+            c.groups,
+            c.fraction,
+            c.gap_factor,
+            c.ema_weight,
+        )
+        log.info(
+            "\t└── outlier filter %s (beta=%.2f, %d rounds)",
+            c.outlier_filter,
+            c.cosine_threshold,
+            c.outlier_rounds,
+        )
 
     # pylint: disable=too-many-arguments
     def start(
@@ -146,9 +163,12 @@ class EventDrivenStrategy(Strategy):
         log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
         self.summary()
         virtual = cfg.clock == "virtual"
-        partitions = discover_partitions(grid, expected=cfg.num_partitions,
-                                         wait_for_all=not virtual or not cfg.allow_missing_nodes,
-                                         allow_missing=cfg.allow_missing_nodes)
+        partitions = discover_partitions(
+            grid,
+            expected=cfg.num_partitions,
+            wait_for_all=not virtual or not cfg.allow_missing_nodes,
+            allow_missing=cfg.allow_missing_nodes,
+        )
         # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
         # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
         ttl = max(timeout, float(DEFAULT_TTL)) if virtual else max(timeout, 60.0)
@@ -158,44 +178,59 @@ class EventDrivenStrategy(Strategy):
         return _to_result(out, template)
 
     # -- round-based hooks (one synchronous round over all nodes) --------------------
-    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
-                        grid: Grid) -> Iterable[Message]:
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
         """One train message per node, carrying ``arrays`` and ``config``."""
         config["server-round"] = server_round
         record = RecordDict({"arrays": arrays, "config": config})
         return [Message(record, n, MessageType.TRAIN) for n in grid.get_node_ids()]
 
-    def aggregate_train(self, server_round: int, replies: Iterable[Message]
-                        ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """Mean of the valid replies (unweighted per the paper, or weighted)."""
         ok = [m for m in replies if not m.has_error()]
         for m in replies:
             if m.has_error():
-                log.info("round %d: node %d failed: %s", server_round, m.metadata.src_node_id,
-                         m.error.reason)
+                log.info(
+                    "round %d: node %d failed: %s",
+                    server_round,
+                    m.metadata.src_node_id,
+                    m.error.reason,
+                )
         if not ok:
             return None, None
-        arrays = [m.content["arrays"].to_numpy_ndarrays() for m in ok]
-        counts = [float(m.content["metrics"]["num-examples"]) for m in ok]
+        arrays = [arrays_of(m.content) for m in ok]
+        counts = [float(number(metrics_of(m.content), "num-examples")) for m in ok]
         flats = [flatten(a) for a in arrays]
         flat = weighted_mean(flats, counts) if self.cfg.aggregation == "weighted" else mean(flats)
-        loss = float(np.average([float(m.content["metrics"].get("train-loss", np.nan)) for m in ok],
-                                weights=counts))
+        loss = float(
+            np.average(
+                [float(number(metrics_of(m.content), "train-loss", np.nan)) for m in ok],
+                weights=counts,
+            )
+        )
         return ArrayRecord(unflatten(flat, arrays[0])), MetricRecord({"train-loss": loss})
 
-    def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
-                           grid: Grid) -> Iterable[Message]:
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
         """No federated evaluation: the schemes evaluate centrally."""
         return []
 
-    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+    def aggregate_evaluate(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> MetricRecord | None:
         """Example-weighted mean of the replies' metrics (if any were requested)."""
-        ok = [m.content["metrics"] for m in replies if not m.has_error()]
+        ok = [metrics_of(m.content) for m in replies if not m.has_error()]
         if not ok:
             return None
-        n = np.array([float(r["num-examples"]) for r in ok])
+        n = np.array([float(number(r, "num-examples")) for r in ok])
         keys = [k for k in ok[0] if k != "num-examples"]
-        return MetricRecord({k: float(np.average([float(r[k]) for r in ok], weights=n)) for k in keys})
+        return MetricRecord(
+            {k: float(np.average([float(number(r, k)) for r in ok], weights=n)) for k in keys}
+        )
 
 
 class FLR2SP(EventDrivenStrategy):
@@ -234,13 +269,15 @@ def strategy_for(cfg: RunConfig) -> EventDrivenStrategy:
         run by the ServerApp).
     """
     if cfg.strategy not in STRATEGIES:
-        raise ValueError(f"strategy {cfg.strategy!r} has no Flower class here; known: "
-                         f"{', '.join(STRATEGIES)}")
+        raise ValueError(
+            f"strategy {cfg.strategy!r} has no Flower class here; known: {', '.join(STRATEGIES)}"
+        )
     return STRATEGIES[cfg.strategy](cfg)
 
 
-def _wrap_evaluate_fn(fn: Callable[[int, ArrayRecord], MetricRecord | None],
-                      template: list[np.ndarray]) -> Callable[[np.ndarray], tuple[float, float]]:
+def _wrap_evaluate_fn(
+    fn: Callable[[int, ArrayRecord], MetricRecord | None], template: list[np.ndarray]
+) -> Callable[[np.ndarray], tuple[float, float]]:
     """Adapt a Flower ``evaluate_fn`` to the loops' ``weights -> (loss, acc)``."""
     calls = {"n": 0}
 
@@ -248,18 +285,21 @@ def _wrap_evaluate_fn(fn: Callable[[int, ArrayRecord], MetricRecord | None],
         res = fn(calls["n"], ArrayRecord(unflatten(weights, template)))
         calls["n"] += 1
         res = res or MetricRecord()
-        return float(res.get("loss", np.nan)), float(res.get("accuracy", np.nan))
+        return float(number(res, "loss", np.nan)), float(number(res, "accuracy", np.nan))
 
     return evaluator
 
 
-def _to_result(out: Any, template: list[np.ndarray]) -> Result:
+def _to_result(out: RunOutput, template: list[np.ndarray]) -> Result:
     result = Result(arrays=ArrayRecord(unflatten(out.weights, template)))
     for row in out.history:
-        rec = {k: float(v) for k, v in row.items() if k != "version"}
+        rec: dict[str, MetricValue] = {k: float(v) for k, v in row.items() if k != "version"}
         result.evaluate_metrics_serverapp[int(row["version"])] = MetricRecord(rec)
-    figures = {k: float(v) for k, v in out.summary.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    figures: dict[str, MetricValue] = {
+        k: float(v)
+        for k, v in out.summary.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
     last = int(out.history[-1]["version"]) if out.history else 0
     result.train_metrics_clientapp[last] = MetricRecord(figures)
     return result
