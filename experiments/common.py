@@ -214,7 +214,7 @@ def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool
     path = runs / f"{label}-s{seed}-{key}.json"
     found = path if _usable(path, family) else None
     if found is None and args.reuse == "any":
-        older = provenance.older_run(runs, label, seed, ckey)
+        older = provenance.older_run(runs, label, seed, ckey, config_key)
         found = older if older is not None and _usable(older, family) else None
     if found is not None:
         rec = json.loads(found.read_text())

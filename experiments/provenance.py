@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -89,14 +90,22 @@ def reuse_mode(flag: str | None = None) -> str:
     return mode
 
 
-def older_run(runs: Path, label: str, seed: int, config_key: str) -> Path | None:
-    """Newest cached run of ``label``/``seed`` with this config key, computed by any code."""
+def older_run(
+    runs: Path, label: str, seed: int, config_key: str, key_of: Callable[[dict[str, Any]], str]
+) -> Path | None:
+    """Newest cached run of ``label``/``seed`` whose configuration has this key, any code.
+
+    The key of each candidate is recomputed from its stored full configuration by
+    ``key_of`` (the current :func:`experiments.common.config_key`), not read from the
+    record: a key leaves out values at their defaults, so a changed default changes the
+    key of a run that set that value explicitly.
+    """
     found: list[tuple[float, Path]] = []
     for path in runs.glob(f"{label}-s{seed}-*.json"):
         if path.name.count(".") != 1:  # jobs/records side files
             continue
         rec = json.loads(path.read_text())
-        if rec.get("config_key", rec.get("key")) == config_key and rec.get("label") == label:
+        if rec.get("label") == label and key_of(rec["config"]) == config_key:
             found.append((float(rec.get("computed_at_unix", 0.0)), path))
     return max(found)[1] if found else None
 

@@ -64,7 +64,9 @@ def _older_run(out: Path, code: str) -> dict:
         "config": cfg.to_run_config(),
         "summary": {"final_accuracy": 0.5},
         "history": [],
-        "config_key": ckey,
+        # Stale on purpose: a changed default changes the key of a run that set the value
+        # explicitly, so the lookup recomputes the key from the stored full config.
+        "config_key": "000000000000",
         "code_version": code,
         "computed_at_unix": 1.0,
     }
