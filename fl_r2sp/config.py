@@ -220,6 +220,16 @@ class RunConfig:
         "Flower: go on with the nodes that answered the partition query (within 120 s) "
         "when fewer than num-partitions did; false = stop with an error naming the missing ones.",
     )
+    checkpoint_every: int = _f(
+        0,
+        "Save the server's whole state into the run directory every k global updates "
+        "(atomically; 0 = off). Not for strategy=fedavg.",
+    )
+    resume_from: str = _f(
+        "",
+        "Run directory of a checkpointed, unfinished run to continue ('' = start fresh); "
+        "the other keys must equal that run's, except output and executor keys.",
+    )
 
     # ------------------------------------------------------------------------
     @classmethod
@@ -332,6 +342,11 @@ class RunConfig:
         _check(self.convergence_window >= 0, "convergence-window", self.convergence_window, ">= 0")
         _check(self.eval_every >= 1, "eval-every", self.eval_every, ">= 1")
         _check(self.job_timeout > 0, "job-timeout", self.job_timeout, "> 0")
+        _check(self.checkpoint_every >= 0, "checkpoint-every", self.checkpoint_every,
+               ">= 0 (0 = off)")
+        _check(self.strategy != "fedavg" or not (self.checkpoint_every or self.resume_from),
+               "checkpoint-every", self.checkpoint_every,
+               "stock fedavg runs Flower's own loop, which has no checkpoints; set it to 0")
         _check(0 <= self.attack_fraction <= 1, "attack-fraction", self.attack_fraction,
                "must lie in [0, 1]")
         _check(self.admission_norm_factor >= 0, "admission-norm-factor",

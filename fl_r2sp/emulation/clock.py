@@ -57,10 +57,18 @@ class VirtualClock:
 
 
 class WallClock:
-    """Real elapsed time since construction (``time.monotonic``)."""
+    """Real elapsed time since construction (``time.monotonic``), plus ``start``.
 
-    def __init__(self) -> None:
-        self._origin = time.monotonic()
+    Parameters
+    ----------
+    start : float, default 0.0
+        Reading at construction (a resumed run continues its clock from here).
+    """
+
+    def __init__(self, start: float = 0.0) -> None:
+        if not math.isfinite(start):
+            raise ValueError(f"clock start must be finite, got {start!r}")
+        self._origin = time.monotonic() - float(start)
 
     def now(self) -> float:
         """Seconds elapsed since this clock was created."""

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from fl_r2sp.server.admission import Admission, AdmissionParams, Verdict
 from fl_r2sp.server.transport import Transport
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
 from fl_r2sp.telemetry.eventlog import EventLog
+
+if TYPE_CHECKING:
+    from fl_r2sp.server.checkpoint import Checkpointer
 
 log = logging.getLogger("fl_r2sp")
 
@@ -129,9 +132,16 @@ class LoopBase:
         self.job_counter: dict[int, int] = {}
         self.replies: list[tuple[int, int]] = []  # (cid, job) of every reply received
         self._wall0 = time.perf_counter()
+        #: Saves the loop's state every k updates (fl_r2sp.server.checkpoint); set by the runner.
+        self.checkpointer: Checkpointer | None = None
         self.admission = admission if admission is not None else Admission(
             AdmissionParams.from_config(RunConfig()), model_size)
         self._verdicts: dict[tuple[int, int], Verdict] = {}  # (cid, job) -> why not admitted
+
+    def checkpoint_if_due(self) -> None:
+        """Save the state if a checkpoint is due; call it only between two events."""
+        if self.checkpointer is not None:
+            self.checkpointer.maybe_save(self)
 
     # -- decisions -------------------------------------------------------------
     def execute(self, now: float, decisions: Sequence[Decision]) -> None:

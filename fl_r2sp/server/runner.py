@@ -25,6 +25,7 @@ from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
 from fl_r2sp.server.admission import Admission, AdmissionParams, RunFailed, run_problem
+from fl_r2sp.server.checkpoint import attach, load_checkpoint, resume
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
 from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
 from fl_r2sp.server.transport import Transport
@@ -106,6 +107,7 @@ def run(
     from fl_r2sp.server.evaluation import CentralEvaluator, initial_weights
 
     cfg = _effective(cfg)
+    saved = load_checkpoint(cfg) if cfg.resume_from else None  # fails before any training
     # Loading here fails early (before any training) on missing data files.
     outliers = frozenset() if cfg.timing_only else frozenset(data_for(cfg).partition.outlier_ids)
     runtime = runtime_for(cfg)
@@ -124,15 +126,18 @@ def run(
                                 {c: runtime.compute_seconds(c) for c in clients})
     loop.admission = Admission(AdmissionParams.from_config(cfg, _partition_sizes(cfg)),
                                weights.size)
+    # checkpoint-every / resume-from (fl_r2sp/server/checkpoint.py): the folder to finish.
+    directory = attach(cfg, loop, clients, saved, run_name)
     started = time.perf_counter()
     try:
-        final = loop.run(weights, clients)
+        final = loop.run(weights, clients) if saved is None else resume(loop, saved)
     finally:
         transport.close()
+    network = getattr(loop, "net", network)  # a resumed loop holds the checkpointed one
     out = _finish(cfg, loop, final, network, outliers, started)
     problem = _health(cfg, out, len(clients))
     if write:
-        out.run_dir = write_run_dir(cfg, out, run_name)
+        out.run_dir = write_run_dir(cfg, out, run_name, directory)
     if progress:
         from fl_r2sp.telemetry.summary import format_summary
 

@@ -127,7 +127,12 @@ class VirtualLoop(LoopBase):
         """Run until a stop condition; returns the final global weights."""
         self.evaluate(0.0, 0, weights)
         self.execute(0.0, self.policy.start(0.0, weights, clients))
+        return self.run_events()
+
+    def run_events(self) -> np.ndarray:
+        """Process events until a stop condition (a resumed run starts here)."""
         while self.stopped is None:
+            self.checkpoint_if_due()  # between two events: the state is quiescent
             t = self._next_time()
             if t is None:
                 if self.unreplied:

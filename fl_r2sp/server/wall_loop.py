@@ -48,7 +48,12 @@ class WallLoop(LoopBase):
         """Run until a stop condition; returns the final global weights."""
         self.evaluate(0.0, 0, weights)
         self.execute(self.clock.now(), self.policy.start(self.clock.now(), weights, clients))
+        return self.run_events()
+
+    def run_events(self) -> np.ndarray:
+        """Handle replies and timers until a stop condition (a resumed run starts here)."""
         while self.stopped is None:
+            self.checkpoint_if_due()  # between two replies: the state is quiescent
             now = self.clock.now()
             if self.time_exceeded(now):
                 break

@@ -1,0 +1,152 @@
+"""Checkpoint and resume: a virtual run killed after a checkpoint ends bit-identical."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fl_r2sp.config import RunConfig
+from fl_r2sp.server import checkpoint
+from fl_r2sp.server.runner import run
+from fl_r2sp.telemetry.rundir import is_complete
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL right after a checkpoint (BaseException: nothing catches it)."""
+
+
+def kill_after_save(monkeypatch, at_version: int) -> None:
+    """Make the checkpointer 'kill' the run right after it saved version ``at_version``."""
+    original = checkpoint.Checkpointer.save
+
+    def save_then_die(self, loop):
+        path = original(self, loop)
+        if loop.policy.version >= at_version:
+            raise Killed(f"killed after the checkpoint of update {loop.policy.version}")
+        return path
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "save", save_then_die)
+
+
+def only_dir(parent):
+    (folder,) = [p for p in parent.iterdir() if p.is_dir()]
+    return folder
+
+
+def training_cfg(tmp_path, **kw) -> RunConfig:
+    base = dict(
+        dataset="digits",
+        num_partitions=6,
+        num_groups=2,
+        local_iterations=3,
+        max_updates=8,
+        eval_every=2,
+        plots=False,
+        run_dir=str(tmp_path),
+        dropout="bernoulli(p=0.2,down=0.5)",
+        job_timeout=60.0,
+    )
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def evals(out) -> list[tuple]:
+    return [(h["version"], h["time"], h["loss"], h["accuracy"]) for h in out.history]
+
+
+@pytest.mark.parametrize("strategy", ["fl-r2sp", "fedbuff"])
+def test_killed_and_resumed_virtual_run_ends_bit_identical(tmp_path, monkeypatch, strategy):
+    extra = {"buffer_size": 2} if strategy == "fedbuff" else {}
+    whole = run(training_cfg(tmp_path / "whole", strategy=strategy, **extra), progress=False)
+
+    cfg = training_cfg(tmp_path / "ckpt", strategy=strategy, checkpoint_every=3, **extra)
+    with monkeypatch.context() as m:
+        kill_after_save(m, at_version=3)
+        with pytest.raises(Killed):
+            run(cfg, progress=False)
+    folder = only_dir(tmp_path / "ckpt")
+    assert not is_complete(folder)
+    assert json.loads((folder / checkpoint.CHECKPOINT_NOTE).read_text())["version"] == 3
+
+    resumed = run(cfg.replace(resume_from=str(folder)), progress=False)
+    assert resumed.run_dir == folder and is_complete(folder)
+    assert resumed.weights.tobytes() == whole.weights.tobytes()
+    assert evals(resumed) == evals(whole)
+    assert resumed.summary["global_updates"] == whole.summary["global_updates"] == 8
+    strip = [{k: v for k, v in r.items() if k != "_prev"} for r in whole.events.jobs]
+    assert [{k: v for k, v in r.items() if k != "_prev"} for r in resumed.events.jobs] == strip
+    assert resumed.summary["replies_received"] == whole.summary["replies_received"]
+
+
+def test_checkpoints_go_every_k_updates_and_the_last_one_stays(tmp_path, monkeypatch) -> None:
+    saved: list[int] = []
+    original = checkpoint.Checkpointer.save
+    monkeypatch.setattr(
+        checkpoint.Checkpointer,
+        "save",
+        lambda self, loop: saved.append(loop.policy.version) or original(self, loop),
+    )
+    cfg = training_cfg(tmp_path, timing_only=True, dropout="none", checkpoint_every=3)
+    out = run(cfg, progress=False)
+    assert saved == [3, 6]  # 8 updates: none at the final one (the results are written then)
+    assert is_complete(out.run_dir)
+    note = json.loads((out.run_dir / checkpoint.CHECKPOINT_NOTE).read_text())
+    assert (note["version"], note["resumes"]) == (6, 0)
+
+
+def test_wall_clock_run_resumes_with_every_update_and_its_history(tmp_path, monkeypatch) -> None:
+    cfg = RunConfig(
+        strategy="fl-r2sp",
+        clock="wall",
+        timing_only=True,
+        num_partitions=4,
+        num_groups=2,
+        local_iterations=2,
+        delay="constant(value=0.01)",
+        max_updates=6,
+        eval_every=1,
+        plots=False,
+        run_dir=str(tmp_path),
+        checkpoint_every=2,
+    )
+    with monkeypatch.context() as m:
+        kill_after_save(m, at_version=4)
+        with pytest.raises(Killed):
+            run(cfg, progress=False)
+    folder = only_dir(tmp_path)
+    out = run(cfg.replace(resume_from=str(folder)), progress=False)
+    assert out.summary["global_updates"] == 6
+    assert [h["version"] for h in out.history] == [0, 1, 2, 3, 4, 5, 6]
+    times = [h["time"] for h in out.history]
+    assert times == sorted(times)  # the clock continued from the checkpoint's reading
+    jobs = [(r["cid"], r["job"]) for r in out.events.jobs]
+    assert len(jobs) == len(set(jobs))  # job indices continued, none reused for new work
+    assert is_complete(folder)
+
+
+def test_resume_refuses_other_settings_finished_runs_and_missing_checkpoints(
+    tmp_path, monkeypatch
+) -> None:
+    cfg = training_cfg(tmp_path, timing_only=True, dropout="none", checkpoint_every=2)
+    with monkeypatch.context() as m:
+        kill_after_save(m, at_version=2)
+        with pytest.raises(Killed):
+            run(cfg, progress=False)
+    folder = only_dir(tmp_path)
+    with pytest.raises(ValueError, match=r"num-groups=3 \(checkpoint: 2\)"):
+        run(cfg.replace(num_groups=3, resume_from=str(folder)), progress=False)
+    with pytest.raises(FileNotFoundError, match="no checkpoint.pkl"):
+        run(cfg.replace(resume_from=str(tmp_path)), progress=False)
+    # Output and executor keys may change.
+    done = run(cfg.replace(resume_from=str(folder), plots=True, checkpoint_every=0), progress=False)
+    assert done.summary["global_updates"] == 8
+    with pytest.raises(ValueError, match="completed"):
+        run(cfg.replace(resume_from=str(folder)), progress=False)
+
+
+def test_config_checks_the_checkpoint_keys() -> None:
+    with pytest.raises(ValueError, match="checkpoint-every"):
+        RunConfig(checkpoint_every=-1).validate()
+    with pytest.raises(ValueError, match="fedavg"):
+        RunConfig(strategy="fedavg", checkpoint_every=5).validate()
