@@ -22,7 +22,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, 
 from flwr.clientapp import ClientApp
 
 from fl_r2sp.config import RunConfig
-from fl_r2sp.flower.records import arrays_of, config_record, number
+from fl_r2sp.flower.records import arrays_of, number
 from fl_r2sp.protocol import Job
 
 # torch-dependent modules are imported inside the train/evaluate handlers:
@@ -72,7 +72,7 @@ def train(msg: Message, context: Context) -> Message:
 
     cfg = config_of(context)
     pid = partition_of(context)
-    conf = config_record(msg.content) if "config" in msg.content else ConfigRecord()
+    conf = msg.content["config"] if "config" in msg.content else ConfigRecord()
     # Our strategies send a per-client job index; Flower's FedAvg sends
     # server-round (1, 2, ...): round k is job k-1, so both seed SGD alike.
     index = int(number(conf, "job")) if "job" in conf else int(number(conf, "server-round", 1)) - 1

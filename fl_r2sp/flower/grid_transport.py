@@ -25,6 +25,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 
+from fl_r2sp.flower.records import arrays_of, number
 from fl_r2sp.models.weights import flatten, unflatten
 from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.virtual_checks import VirtualTimeError
@@ -34,12 +35,18 @@ log = logging.getLogger("fl_r2sp")
 #: Seconds between two pulls while waiting (pulls are cheap: ~0.06 ms).
 PULL_INTERVAL = 0.005
 #: Flower error codes of messages lost to real time (TTL expired, node without heartbeat).
-REAL_TIME_ERRORS = frozenset({ErrorCode.MESSAGE_UNAVAILABLE, ErrorCode.REPLY_MESSAGE_UNAVAILABLE,
-                              ErrorCode.NODE_UNAVAILABLE})
+REAL_TIME_ERRORS = frozenset(
+    {ErrorCode.MESSAGE_UNAVAILABLE, ErrorCode.REPLY_MESSAGE_UNAVAILABLE, ErrorCode.NODE_UNAVAILABLE}
+)
 
 
-def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0,
-                        wait_for_all: bool = False, allow_missing: bool = False) -> dict[int, int]:
+def discover_partitions(
+    grid: Grid,
+    timeout: float = 120.0,
+    expected: int = 0,
+    wait_for_all: bool = False,
+    allow_missing: bool = False,
+) -> dict[int, int]:
     """Ask every node for its ``partition-id``; return {partition id: node id}.
 
     With ``wait_for_all``, waits up to ``timeout`` s for ``expected`` nodes
@@ -62,8 +69,10 @@ def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0,
     while wait_for_all and len(nodes) < expected and time.monotonic() < deadline:
         time.sleep(0.5)
         nodes = list(grid.get_node_ids())
-    msgs = [Message(RecordDict({"config": ConfigRecord({"ask": "partition-id"})}), n, MessageType.QUERY)
-            for n in nodes]
+    msgs = [
+        Message(RecordDict({"config": ConfigRecord({"ask": "partition-id"})}), n, MessageType.QUERY)
+        for n in nodes
+    ]
     ids = list(grid.push_messages(msgs))
     found: dict[int, int] = {}
     pending = set(ids)
@@ -71,26 +80,34 @@ def discover_partitions(grid: Grid, timeout: float = 120.0, expected: int = 0,
         for reply in grid.pull_messages(list(pending)):
             pending.discard(reply.metadata.reply_to_message_id)
             if reply.has_error():
-                log.warning("node %d failed the partition query: %s",
-                            reply.metadata.src_node_id, reply.error.reason)
+                log.warning(
+                    "node %d failed the partition query: %s",
+                    reply.metadata.src_node_id,
+                    reply.error.reason,
+                )
                 continue
-            pid = int(reply.content["config"]["partition-id"])
-            told = int(reply.content["config"].get("num-partitions", 0))
+            answer = reply.content["config"]
+            pid = int(number(answer, "partition-id"))
+            told = int(number(answer, "num-partitions", 0))
             if expected and told and told != expected:
                 raise ValueError(
                     f"the nodes were started with num-partitions={told} but the run config "
                     f"says num-partitions={expected}: make them equal (in simulation pass "
-                    f'--run-config "num-partitions={told}" or num-supernodes={expected})')
+                    f'--run-config "num-partitions={told}" or num-supernodes={expected})'
+                )
             if pid in found:
-                raise ValueError(f"two nodes report partition-id={pid}: give each SuperNode its own")
+                raise ValueError(
+                    f"two nodes report partition-id={pid}: give each SuperNode its own"
+                )
             found[pid] = reply.metadata.src_node_id
         time.sleep(PULL_INTERVAL)
     check_found(found, expected, allow_missing, len(nodes), timeout)
     return found
 
 
-def check_found(found: dict[int, int], expected: int, allow_missing: bool, asked: int,
-                timeout: float) -> None:
+def check_found(
+    found: dict[int, int], expected: int, allow_missing: bool, asked: int, timeout: float
+) -> None:
     """Raise (or warn, with ``allow_missing``) if partitions ``0..expected-1`` are missing.
 
     Parameters
@@ -108,20 +125,24 @@ def check_found(found: dict[int, int], expected: int, allow_missing: bool, asked
     if not missing:
         return
     shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-    text = (f"{len(found)} of num-partitions={expected} partitions answered the partition "
-            f"query ({asked} nodes connected, {timeout:g} s); missing partition ids: {shown}")
+    text = (
+        f"{len(found)} of num-partitions={expected} partitions answered the partition "
+        f"query ({asked} nodes connected, {timeout:g} s); missing partition ids: {shown}"
+    )
     if allow_missing:
         log.warning("%s; allow-missing-nodes=true: the run goes on without them", text)
         return
-    raise RuntimeError(f"{text}. Start the missing SuperNodes (or num-supernodes={expected} in "
-                       "simulation), or set allow-missing-nodes=true to run without them")
+    raise RuntimeError(
+        f"{text}. Start the missing SuperNodes (or num-supernodes={expected} in "
+        "simulation), or set allow-missing-nodes=true to run without them"
+    )
 
 
 def mismatch(arrays: Sequence[np.ndarray], template: Sequence[np.ndarray]) -> str | None:
     """Why ``arrays`` do not fit the model ``template`` (count/shape/dtype), or None."""
     if len(arrays) != len(template):
         return f"{len(arrays)} arrays, expected {len(template)}"
-    for i, (a, t) in enumerate(zip(arrays, template)):
+    for i, (a, t) in enumerate(zip(arrays, template, strict=True)):
         if a.shape != t.shape:
             return f"array {i} has shape {a.shape}, expected {t.shape}"
         if a.dtype != t.dtype:
@@ -159,8 +180,14 @@ class GridTransport:
         becoming an error reply, i.e. a failed job in virtual time.
     """
 
-    def __init__(self, grid: Grid, template: Sequence[np.ndarray], partitions: dict[int, int],
-                 ttl: float = 3600.0, virtual: bool = False) -> None:
+    def __init__(
+        self,
+        grid: Grid,
+        template: Sequence[np.ndarray],
+        partitions: dict[int, int],
+        ttl: float = 3600.0,
+        virtual: bool = False,
+    ) -> None:
         self.grid = grid
         self.template = [np.asarray(a) for a in template]
         self.node_of = dict(partitions)
@@ -179,8 +206,12 @@ class GridTransport:
             raise RuntimeError(f"client {job.cid} already has a message in flight")
         arrays = ArrayRecord(unflatten(job.weights, self.template))
         config = ConfigRecord({"job": job.index, "tag": job.tag, "cid": job.cid})
-        msg = Message(RecordDict({"arrays": arrays, "config": config}), self.node_of[job.cid],
-                      MessageType.TRAIN, ttl=self.ttl)
+        msg = Message(
+            RecordDict({"arrays": arrays, "config": config}),
+            self.node_of[job.cid],
+            MessageType.TRAIN,
+            ttl=self.ttl,
+        )
         (mid,) = list(self.grid.push_messages([msg]))
         self.inflight[mid] = job
         self._by_cid[job.cid] = mid
@@ -189,8 +220,8 @@ class GridTransport:
         """Pull replies; wait up to ``timeout`` s for at least one."""
         deadline = time.monotonic() + timeout
         while self.inflight:
-            got = [self._convert(m) for m in self.grid.pull_messages(list(self.inflight))]
-            got = [r for r in got if r is not None]
+            converted = [self._convert(m) for m in self.grid.pull_messages(list(self.inflight))]
+            got = [r for r in converted if r is not None]
             if got or time.monotonic() >= deadline:
                 return got
             time.sleep(PULL_INTERVAL)
@@ -207,20 +238,28 @@ class GridTransport:
                     f"client {job.cid} job {job.index}: the message was lost to real time "
                     f"({msg.error.reason}, Flower error code {msg.error.code}); under the virtual "
                     "clock that cannot become a failed job (virtual failures come only from the "
-                    "dropout model), so the run stops: check the node, or raise job-timeout")
-            return Reply(job.cid, job.index, job.tag, None, error=f"client error: {msg.error.reason}")
+                    "dropout model), so the run stops: check the node, or raise job-timeout"
+                )
+            return Reply(
+                job.cid, job.index, job.tag, None, error=f"client error: {msg.error.reason}"
+            )
         try:
             metrics = msg.content["metrics"]
-            arrays = msg.content["arrays"].to_numpy_ndarrays()
+            arrays = arrays_of(msg.content)
             problem = mismatch(arrays, self.template)
             if problem is not None:
                 return Reply(job.cid, job.index, job.tag, None, error=f"rejected update: {problem}")
             weights = flatten(arrays)
-            return Reply(job.cid, job.index, job.tag, weights,
-                         num_examples=_count(metrics["num-examples"]),
-                         loss=float(metrics.get("train-loss", float("nan"))),
-                         compute_s=float(metrics.get("compute-s", 0.0)),
-                         delay_s=float(metrics.get("delay-s", 0.0)))
+            return Reply(
+                job.cid,
+                job.index,
+                job.tag,
+                weights,
+                num_examples=_count(metrics["num-examples"]),
+                loss=float(number(metrics, "train-loss", float("nan"))),
+                compute_s=float(number(metrics, "compute-s", 0.0)),
+                delay_s=float(number(metrics, "delay-s", 0.0)),
+            )
         except (KeyError, TypeError, ValueError) as exc:  # malformed reply: reject, don't crash
             return Reply(job.cid, job.index, job.tag, None, error=f"malformed reply: {exc!r}")
 

@@ -4,7 +4,8 @@ Flower types a record's values as wide unions (an entry of a ``RecordDict`` is a
 metric or config record; a config value may be a number, string, bytes or a list). The
 messages of this project carry one ``ArrayRecord`` of weights and plain numbers, so these
 accessors check exactly that and return the narrow type: a malformed message fails here with
-a ``TypeError`` naming the key, and the callers need no casts.
+a ``TypeError`` naming the key, and the callers need no casts. :func:`number` reads any
+mapping (a metric or config record, or a plain dict in tests).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, RecordDict
 
 #: The value type of a Flower ``MetricRecord`` (a dict passed to one must be typed so,
 #: since ``dict`` is invariant: a ``dict[str, float]`` does not type-check).
@@ -33,38 +34,6 @@ def arrays_of(content: RecordDict, key: str = "arrays") -> list[np.ndarray]:
     if not isinstance(record, ArrayRecord):
         raise TypeError(f"record {key!r} is a {type(record).__name__}, expected an ArrayRecord")
     return record.to_numpy_ndarrays()
-
-
-def metrics_of(content: RecordDict, key: str = "metrics") -> MetricRecord:
-    """The ``MetricRecord`` stored under ``key`` (default ``"metrics"``).
-
-    Raises
-    ------
-    KeyError
-        ``content`` has no record ``key``.
-    TypeError
-        The record under ``key`` is not a ``MetricRecord``.
-    """
-    record = content[key]
-    if not isinstance(record, MetricRecord):
-        raise TypeError(f"record {key!r} is a {type(record).__name__}, expected a MetricRecord")
-    return record
-
-
-def config_record(content: RecordDict, key: str = "config") -> ConfigRecord:
-    """The ``ConfigRecord`` stored under ``key`` (default ``"config"``).
-
-    Raises
-    ------
-    KeyError
-        ``content`` has no record ``key``.
-    TypeError
-        The record under ``key`` is not a ``ConfigRecord``.
-    """
-    record = content[key]
-    if not isinstance(record, ConfigRecord):
-        raise TypeError(f"record {key!r} is a {type(record).__name__}, expected a ConfigRecord")
-    return record
 
 
 def number(record: Mapping[str, object], key: str, default: float | None = None) -> float:

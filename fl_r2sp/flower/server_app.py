@@ -53,8 +53,9 @@ def main(grid: Grid, context: Context) -> None:
         return
     strategy = strategy_for(cfg)
     try:
-        strategy.start(grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates,
-                       timeout=cfg.job_timeout)
+        strategy.start(
+            grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates, timeout=cfg.job_timeout
+        )
     except RunFailed as exc:
         # Flower marks the run finished:failed; the run directory (status "failed") is written.
         logging.getLogger("fl_r2sp").error("%s", exc)

@@ -49,7 +49,7 @@ from flwr.serverapp.strategy import Result, Strategy
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.flower.grid_transport import GridTransport, discover_partitions
-from fl_r2sp.flower.records import MetricValue, arrays_of, metrics_of, number
+from fl_r2sp.flower.records import MetricValue, arrays_of, number
 from fl_r2sp.models.weights import flatten, unflatten
 from fl_r2sp.server.runner import RunOutput, run
 from fl_r2sp.strategies.aggregation import mean, weighted_mean
@@ -202,12 +202,12 @@ class EventDrivenStrategy(Strategy):
         if not ok:
             return None, None
         arrays = [arrays_of(m.content) for m in ok]
-        counts = [float(number(metrics_of(m.content), "num-examples")) for m in ok]
+        counts = [float(number(m.content["metrics"], "num-examples")) for m in ok]
         flats = [flatten(a) for a in arrays]
         flat = weighted_mean(flats, counts) if self.cfg.aggregation == "weighted" else mean(flats)
         loss = float(
             np.average(
-                [float(number(metrics_of(m.content), "train-loss", np.nan)) for m in ok],
+                [float(number(m.content["metrics"], "train-loss", np.nan)) for m in ok],
                 weights=counts,
             )
         )
@@ -223,7 +223,7 @@ class EventDrivenStrategy(Strategy):
         self, server_round: int, replies: Iterable[Message]
     ) -> MetricRecord | None:
         """Example-weighted mean of the replies' metrics (if any were requested)."""
-        ok = [metrics_of(m.content) for m in replies if not m.has_error()]
+        ok = [m.content["metrics"] for m in replies if not m.has_error()]
         if not ok:
             return None
         n = np.array([float(number(r, "num-examples")) for r in ok])
