@@ -56,7 +56,7 @@ def weighted_sum(vectors: Sequence[np.ndarray], coefficients: Sequence[float]) -
         )
     shape = np.shape(vectors[0])
     acc = np.zeros(shape, dtype=np.float64)
-    for vector, coef in zip(vectors, coefficients):
+    for vector, coef in zip(vectors, coefficients, strict=True):
         if np.shape(vector) != shape:
             raise ValueError(
                 f"vector of shape {np.shape(vector)} cannot be summed with shape {shape}"
@@ -104,8 +104,9 @@ def coefficients(updates: Sequence[Update], how: AggregationKind) -> list[float]
     raise ValueError(f"aggregation={how!r} is not one of {', '.join(get_args(AggregationKind))}")
 
 
-def aggregate(updates: Sequence[Update], how: AggregationKind = "mean",
-              robust: RobustParams | None = None) -> np.ndarray:
+def aggregate(
+    updates: Sequence[Update], how: AggregationKind = "mean", robust: RobustParams | None = None
+) -> np.ndarray:
     """Aggregate the full weights of ``updates`` (in the given order).
 
     Parameters

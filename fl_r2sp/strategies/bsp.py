@@ -70,8 +70,13 @@ class BSPPolicy(FLR2SPPolicy):
     ) -> None:
         check_bsp_sampling(sampling)
         group = group if group is not None else GroupParams()
-        one_group = GroupParams(num_groups=1, fraction=group.fraction, gap_factor=0.0,
-                                aggregation=group.aggregation, robust=group.robust)
+        one_group = GroupParams(
+            num_groups=1,
+            fraction=group.fraction,
+            gap_factor=0.0,
+            aggregation=group.aggregation,
+            robust=group.robust,
+        )
         super().__init__(clients, one_group, outliers, known_outliers, max_failures)
         self.sampling: BspSamplingKind = sampling
         self.seed = int(seed)
@@ -79,12 +84,19 @@ class BSPPolicy(FLR2SPPolicy):
         self._draws = 0  # redraws within one round (all sampled clients dropped)
 
     @classmethod
-    def from_scheme(cls, clients: Sequence[int], scheme: SchemeParams,
-                    known_outliers: frozenset[int]) -> BSPPolicy:
+    def from_scheme(
+        cls, clients: Sequence[int], scheme: SchemeParams, known_outliers: frozenset[int]
+    ) -> BSPPolicy:
         """The policy a run configuration's scheme knobs describe (the registry's builder)."""
-        return cls(clients, scheme.group, scheme.outliers, scheme.bsp_sampling,
-                   seed=scheme.seed, known_outliers=known_outliers,
-                   max_failures=scheme.max_failures)
+        return cls(
+            clients,
+            scheme.group,
+            scheme.outliers,
+            scheme.bsp_sampling,
+            seed=scheme.seed,
+            known_outliers=known_outliers,
+            max_failures=scheme.max_failures,
+        )
 
     def sampled(self) -> tuple[int, ...]:
         """Clients sampled for the current round (``sample`` mode; else empty)."""
@@ -112,8 +124,12 @@ class BSPPolicy(FLR2SPPolicy):
 
     def _check_collect(self, now: float, group: GroupState) -> list[Decision]:
         # Every sampled client dropped out: draw again so the round can finish.
-        if (self.sampling == "sample" and not group.collected and self._need(group) == 0
-                and self._num_active(group) > 0):
+        if (
+            self.sampling == "sample"
+            and not group.collected
+            and self._need(group) == 0
+            and self._num_active(group) > 0
+        ):
             self._draws += 1
             return self._send(group, self._draw(group))
         return super()._check_collect(now, group)
@@ -123,6 +139,6 @@ class BSPPolicy(FLR2SPPolicy):
         k = fraction_need(self.fraction, len(active))
         key = [self.seed, group.round] + ([self._draws] if self._draws else [])
         rng = np.random.default_rng(key)
-        picks = rng.choice(len(active), size=k, replace=False) if k else []
+        picks: np.ndarray | list[int] = rng.choice(len(active), size=k, replace=False) if k else []
         self._sampled = tuple(sorted(active[int(i)] for i in picks))
         return list(self._sampled)

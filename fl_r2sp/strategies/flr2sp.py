@@ -46,8 +46,16 @@ from typing import Any
 import numpy as np
 
 from fl_r2sp.strategies.aggregation import AggregationKind, aggregate, coefficients, mix
-from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
-from fl_r2sp.strategies.base import Update
+from fl_r2sp.strategies.base import (
+    Decision,
+    ModelUpdated,
+    Policy,
+    Record,
+    Send,
+    Stop,
+    Timer,
+    Update,
+)
 from fl_r2sp.strategies.common import (
     FailureCounter,
     as_model,
@@ -57,8 +65,8 @@ from fl_r2sp.strategies.common import (
 )
 from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
 from fl_r2sp.strategies.outliers import OutlierFilter, cosine
-from fl_r2sp.strategies.reference_scores import reference_cosines, score_field
 from fl_r2sp.strategies.params import MAX_FAILURES, GroupParams, OutlierParams, SchemeParams
+from fl_r2sp.strategies.reference_scores import reference_cosines, score_field
 from fl_r2sp.strategies.scoring import (
     CosineReferenceKind,
     client_references,
@@ -99,8 +107,10 @@ class FLR2SPPolicy(Policy):
         outliers = outliers if outliers is not None else OutlierParams()
         self._clients = client_list(clients)
         if not group.num_groups <= len(self._clients):
-            raise ValueError(f"num_groups={group.num_groups} must lie in [1, number of clients "
-                             f"= {len(self._clients)}]")
+            raise ValueError(
+                f"num_groups={group.num_groups} must lie in [1, number of clients "
+                f"= {len(self._clients)}]"
+            )
         self.group_params, self.outlier_params = group, outliers
         self.outlier_warmup = int(outliers.warmup)
         self.num_groups = int(group.num_groups)
@@ -127,8 +137,9 @@ class FLR2SPPolicy(Policy):
         self.num_stragglers = 0
 
     @classmethod
-    def from_scheme(cls, clients: Sequence[int], scheme: SchemeParams,
-                    known_outliers: frozenset[int]) -> FLR2SPPolicy:
+    def from_scheme(
+        cls, clients: Sequence[int], scheme: SchemeParams, known_outliers: frozenset[int]
+    ) -> FLR2SPPolicy:
         """The policy a run configuration's scheme knobs describe (the registry's builder)."""
         return cls(clients, scheme.group, scheme.outliers, known_outliers, scheme.max_failures)
 
@@ -149,8 +160,12 @@ class FLR2SPPolicy(Policy):
         check_start_clients(self._clients, clients)
         self._w = as_model(weights)
         self._groups = [
-            GroupState(g, tuple(c for c in self._clients if c % self.num_groups == g),
-                       start=self._w, t_release=float(now))
+            GroupState(
+                g,
+                tuple(c for c in self._clients if c % self.num_groups == g),
+                start=self._w,
+                t_release=float(now),
+            )
             for g in range(self.num_groups)
         ]
         self._active = [len(g.members) for g in self._groups]
@@ -185,9 +200,20 @@ class FLR2SPPolicy(Policy):
         dropped = self.failures.failure(cid)
         if dropped:
             self._active[group.gid] -= 1
-        out: list[Decision] = [Record("client_failure", {
-            "t": now, "cid": cid, "group": group.gid, "tag": tag, "reason": reason,
-            "consecutive": self.failures.consecutive(cid), "dropped": dropped})]
+        out: list[Decision] = [
+            Record(
+                "client_failure",
+                {
+                    "t": now,
+                    "cid": cid,
+                    "group": group.gid,
+                    "tag": tag,
+                    "reason": reason,
+                    "consecutive": self.failures.consecutive(cid),
+                    "dropped": dropped,
+                },
+            )
+        ]
         if dropped:
             out += self._check_collect(now, group)
         elif group.ready:
@@ -255,21 +281,34 @@ class FLR2SPPolicy(Policy):
             self._inflight[cid] = (group.round, group.start)
         return [Send(targets, group.start, group.round)] if targets else []
 
-    def _arrival(self, now: float, group: GroupState, update: Update, straggler: bool,
-                 action: str) -> Record:
-        return Record("client_update", {
-            "t": now, "cid": update.cid, "group": group.gid, "tag": update.tag,
-            "round": group.round, "straggler": straggler, "action": action,
-            "loss": update.loss, "num_examples": update.num_examples})
+    def _arrival(
+        self, now: float, group: GroupState, update: Update, straggler: bool, action: str
+    ) -> Record:
+        return Record(
+            "client_update",
+            {
+                "t": now,
+                "cid": update.cid,
+                "group": group.gid,
+                "tag": update.tag,
+                "round": group.round,
+                "straggler": straggler,
+                "action": action,
+                "loss": update.loss,
+                "num_examples": update.num_examples,
+            },
+        )
 
-    def _straggler(self, now: float, group: GroupState, update: Update,
-                   sent: np.ndarray) -> list[Decision]:
+    def _straggler(
+        self, now: float, group: GroupState, update: Update, sent: np.ndarray
+    ) -> list[Decision]:
         self.num_stragglers += 1
         out: list[Decision] = []
         if self.score_stragglers and group.last_reference is not None:
             delta = np.asarray(update.weights, np.float64) - np.asarray(sent, np.float64)
-            out += self._observe(now, group, update.cid, cosine(delta, group.last_reference),
-                                 straggler=True)
+            out += self._observe(
+                now, group, update.cid, cosine(delta, group.last_reference), straggler=True
+            )
         if not self._is_active(update.cid):
             action = "blacklisted"
             out += self._check_collect(now, group)  # active shrank: threshold may be met
@@ -289,10 +328,21 @@ class FLR2SPPolicy(Policy):
         group.t_collect = float(now)
         group.round_time = float(now) - group.t_release
         group.intra = aggregate(group.collected, self.aggregation, self.robust)
-        return [Record("group_collect", {
-            "t": now, "group": group.gid, "round": group.round, "t_release": group.t_release,
-            "t_collect": now, "round_time": group.round_time,
-            "collected": [u.cid for u in group.collected], "need": need})]
+        return [
+            Record(
+                "group_collect",
+                {
+                    "t": now,
+                    "group": group.gid,
+                    "round": group.round,
+                    "t_release": group.t_release,
+                    "t_collect": now,
+                    "round_time": group.round_time,
+                    "collected": [u.cid for u in group.collected],
+                    "need": need,
+                },
+            )
+        ]
 
     def _advance(self, now: float) -> list[Decision]:
         """Apply every group allowed to apply at ``now``; else ask for a timer."""
@@ -336,10 +386,23 @@ class FLR2SPPolicy(Policy):
         self.ema.update(group.round_time)
         self._last_apply = float(now)
         self._turn = (group.gid + 1) % self.num_groups
-        out: list[Decision] = [ModelUpdated(self._version, self._w), Record("group_apply", {
-            "t": now, "group": group.gid, "round": group.round, "version": self._version,
-            "t_apply": now, "t_collect": group.t_collect, "turn_wait": now - group.t_collect,
-            "T": self.ema.value, "gap": gap})]
+        out: list[Decision] = [
+            ModelUpdated(self._version, self._w),
+            Record(
+                "group_apply",
+                {
+                    "t": now,
+                    "group": group.gid,
+                    "round": group.round,
+                    "version": self._version,
+                    "t_apply": now,
+                    "t_collect": group.t_collect,
+                    "turn_wait": now - group.t_collect,
+                    "T": self.ema.value,
+                    "gap": gap,
+                },
+            ),
+        ]
         out += self._score(now, group, w_before)
         finished = [u.cid for u in group.collected] + group.held
         group.next_round(now, self._w)
@@ -359,23 +422,48 @@ class FLR2SPPolicy(Policy):
         if self.score_all_references:  # the same updates under every reading, for comparison
             every = reference_cosines(group.start, group.intra, self._w, w_before, vectors, coefs)
         out: list[Decision] = []
-        for update, reference, more in zip(group.collected, refs, every):
+        for update, reference, more in zip(group.collected, refs, every, strict=True):
             delta = np.asarray(update.weights, dtype=np.float64) - start
             out += self._observe(now, group, update.cid, cosine(delta, reference), False, more)
         return out
 
-    def _observe(self, now: float, group: GroupState, cid: int, score: float,
-                 straggler: bool, every: dict[str, float] | None = None) -> list[Decision]:
+    def _observe(
+        self,
+        now: float,
+        group: GroupState,
+        cid: int,
+        score: float,
+        straggler: bool,
+        every: dict[str, float] | None = None,
+    ) -> list[Decision]:
         banned = self.filter.observe(cid, score, now)
         if banned:
             self._active[group.gid] -= 1
-        out: list[Decision] = [Record("client_score", {
-            "t": now, "cid": cid, "group": group.gid, "round": group.round, "cosine": score,
-            "streak": self.filter.streak(cid), "straggler": straggler,
-            **{score_field(k): v for k, v in (every or {}).items()}})]
+        out: list[Decision] = [
+            Record(
+                "client_score",
+                {
+                    "t": now,
+                    "cid": cid,
+                    "group": group.gid,
+                    "round": group.round,
+                    "cosine": score,
+                    "streak": self.filter.streak(cid),
+                    "straggler": straggler,
+                    **{score_field(k): v for k, v in (every or {}).items()},
+                },
+            )
+        ]
         if banned:
-            out.append(Record("blacklist", {
-                "t": now, "cid": cid, "group": group.gid,
-                "known_outlier": cid in self.filter.known_outliers}))
+            out.append(
+                Record(
+                    "blacklist",
+                    {
+                        "t": now,
+                        "cid": cid,
+                        "group": group.gid,
+                        "known_outlier": cid in self.filter.known_outliers,
+                    },
+                )
+            )
         return out
-

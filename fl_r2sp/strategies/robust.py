@@ -101,7 +101,8 @@ def trimmed_mean(vectors: Sequence[np.ndarray], beta: float) -> np.ndarray:
     acc = np.zeros(ordered.shape[1], dtype=np.float64)
     for row in kept:  # one after the other in float64 (docs/architecture.md §8)
         acc += row
-    return (acc / kept.shape[0]).astype(np.float32)
+    count = int(kept.shape[0])  # an ndarray's shape entries are typed Any
+    return (acc / count).astype(np.float32)
 
 
 def squared_distances(vectors: Sequence[np.ndarray]) -> np.ndarray:

@@ -76,7 +76,7 @@ def client_references(
     mass = float(sum(coefs))
     s = np.asarray(start, dtype=np.float64)
     refs = []
-    for vector, coef in zip(vectors, coefs):
+    for vector, coef in zip(vectors, coefs, strict=True):
         rest = mass - float(coef)
         if rest <= 0:
             refs.append(group_ref)  # nobody else: fall back to the group's delta
