@@ -66,7 +66,7 @@ def fig18(data: dict, path: Path) -> None:
     """One panel per model (own y-axis): client cycle per variant, group round of the baseline."""
     rows = data["table"]
     model_names = sorted({r["model"] for r in rows})
-    fig = Figure(figsize=(4.2 * len(model_names), 3.8), layout="constrained")
+    fig = Figure(figsize=(max(7.0, 4.2 * len(model_names)), 4.0), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(model_names)))
     for ax, model in zip(axes, model_names, strict=True):
         for variant in dict.fromkeys(r.get("variant", "baseline") for r in rows):
@@ -83,10 +83,10 @@ def fig18(data: dict, path: Path) -> None:
                 ax.plot(g, [r["avg_round_s_mean"] for r in mine], "--", marker=".",
                         color=line[0].get_color(), label="baseline: group round")
         ax.set_xscale("log", base=2)
-        ax.set(xlabel="group size (of 128 clients)", ylabel="virtual seconds", title=model)
+        ax.set(xlabel="group size", ylabel="virtual seconds", title=model)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    fig.suptitle("Fig. 18: round time vs group size (star: each variant's minimum)")
+    fig.suptitle("Fig. 18: round time vs group size (stars: minima)")
     fig.savefig(path, dpi=110)
 
 
