@@ -79,8 +79,9 @@ class ClientRuntime:
         self.delay = make_delay(self.cfg.delay)
         # Hostile behaviour (attack, attack-fraction): off unless configured; a bad spec
         # fails here, before any training.
-        self.attacks = AttackPlan.of(self.cfg.attack, self.cfg.attack_fraction, self.cfg.seed,
-                                     self.cfg.num_partitions)
+        self.attacks = AttackPlan.of(
+            self.cfg.attack, self.cfg.attack_fraction, self.cfg.seed, self.cfg.num_partitions
+        )
 
     def _num_classes(self) -> int:
         return dataset_info(self.cfg.dataset)[1]
@@ -114,9 +115,15 @@ class ClientRuntime:
         if self.cfg.timing_only:
             # Timing experiments: no SGD, the model is echoed; only the modelled
             # durations (and the transfer sizes) matter.
-            reply = Reply(job.cid, job.index, job.tag, job.weights, num_examples=1,
-                          compute_s=self.job_compute_seconds(job.cid, job.index),
-                          delay_s=delay)
+            reply = Reply(
+                job.cid,
+                job.index,
+                job.tag,
+                job.weights,
+                num_examples=1,
+                compute_s=self.job_compute_seconds(job.cid, job.index),
+                delay_s=delay,
+            )
         else:
             reply = self._train(job, delay)
         reply = self.attacks.apply(job, reply)
@@ -141,8 +148,9 @@ class ClientRuntime:
             augment=self.cfg.augment,
         )
         measured = time.perf_counter() - started
-        compute = (measured if self.cfg.clock == "wall"
-                   else self.job_compute_seconds(job.cid, job.index))
+        compute = (
+            measured if self.cfg.clock == "wall" else self.job_compute_seconds(job.cid, job.index)
+        )
         return Reply(
             cid=job.cid,
             index=job.index,

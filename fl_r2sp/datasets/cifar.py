@@ -98,12 +98,14 @@ def load_raw(split: str, data_dir: str | Path | None, download: bool) -> dict[st
         folder = _download(root, split)
     if folder is not None:
         sources = [folder / b for b in _BATCHES[split] if (folder / b).exists()]
-        arrays, _ = cached_arrays(f"cifar10-pickle-{split}", sources or [folder], {},
-                                  lambda: _read_pickles(folder, split))
+        arrays, _ = cached_arrays(
+            f"cifar10-pickle-{split}", sources or [folder], {}, lambda: _read_pickles(folder, split)
+        )
     else:
         assert archive is not None
-        arrays, _ = cached_arrays(f"cifar10-npz-{split}", [archive], {},
-                                  lambda: _read_archive(archive))
+        arrays, _ = cached_arrays(
+            f"cifar10-npz-{split}", [archive], {}, lambda: _read_archive(archive)
+        )
     return arrays
 
 
@@ -117,12 +119,14 @@ def normalize(x_uint8: np.ndarray) -> np.ndarray:
     return x
 
 
-def load_cifar10(split: str, data_dir: str | Path | None = None,
-                 download: bool = False) -> ArrayDataset:
+def load_cifar10(
+    split: str, data_dir: str | Path | None = None, download: bool = False
+) -> ArrayDataset:
     """CIFAR-10 ``split`` as a model-ready :class:`ArrayDataset` (see module doc)."""
     raw = load_raw(split, data_dir, download)
     y = raw["y"].astype(np.int64)
     if y.size and (y.min() < 0 or y.max() >= NUM_CLASSES):
         raise ValueError(f"CIFAR-10 labels out of range 0..9 (max {y.max()}); data is corrupt")
-    return ArrayDataset(x=normalize(raw["x"]), y=y, num_classes=NUM_CLASSES, groups=None,
-                        name=f"cifar10/{split}")
+    return ArrayDataset(
+        x=normalize(raw["x"]), y=y, num_classes=NUM_CLASSES, groups=None, name=f"cifar10/{split}"
+    )

@@ -23,5 +23,6 @@ def load_digits_split(split: str) -> ArrayDataset:
     y = bunch.target.astype(np.int64)
     train, test = stratified_split(y, DIGITS_TEST_FRACTION, DIGITS_SPLIT_SEED)
     idx = train if split == "train" else test
-    return ArrayDataset(x=x[idx], y=y[idx], num_classes=NUM_CLASSES, groups=None,
-                        name=f"digits/{split}")
+    return ArrayDataset(
+        x=x[idx], y=y[idx], num_classes=NUM_CLASSES, groups=None, name=f"digits/{split}"
+    )

@@ -46,8 +46,9 @@ class FederatedData:
         """Local training data of partition ``pid`` (``0 <= pid < num_partitions``)."""
         if not 0 <= pid < self.num_partitions:
             raise ValueError(f"partition id {pid} out of range 0..{self.num_partitions - 1}")
-        return self.train.subset(self.partition.indices[pid],
-                                 name=f"{self.train.name}[client {pid}]")
+        return self.train.subset(
+            self.partition.indices[pid], name=f"{self.train.name}[client {pid}]"
+        )
 
     def label_histograms(self) -> np.ndarray:
         """``(clients, classes)`` label counts of the partition."""
@@ -104,7 +105,16 @@ def federated_data(
         raise ValueError(f"max_train_samples must be >= 0, got {max_train_samples}")
     if 0 < max_train_samples < len(train):
         train = train.subset(stratified_subsample(train.y, max_train_samples, seed))
-    part = make_partition(partitioner, train.y, train.groups, num_partitions, alpha,
-                          outlier_alpha, outlier_fraction, samples_per_client, seed,
-                          num_classes=train.num_classes)
+    part = make_partition(
+        partitioner,
+        train.y,
+        train.groups,
+        num_partitions,
+        alpha,
+        outlier_alpha,
+        outlier_fraction,
+        samples_per_client,
+        seed,
+        num_classes=train.num_classes,
+    )
     return FederatedData(train=train, test=test, partition=part)

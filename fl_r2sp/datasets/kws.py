@@ -83,8 +83,13 @@ def finish(arrays: dict[str, np.ndarray], split: str, scale: float, name: str) -
     x *= np.float32(scale)
     x -= np.float32(mean)
     x /= np.float32(std)
-    return ArrayDataset(x=x, y=arrays["y"][rows].astype(np.int64), num_classes=NUM_CLASSES,
-                        groups=arrays["speaker"][rows], name=f"{name}/{split}")
+    return ArrayDataset(
+        x=x,
+        y=arrays["y"][rows].astype(np.int64),
+        num_classes=NUM_CLASSES,
+        groups=arrays["speaker"][rows],
+        name=f"{name}/{split}",
+    )
 
 
 def load_kws(split: str, data_dir: str | Path | None = None) -> ArrayDataset:

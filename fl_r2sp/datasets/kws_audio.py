@@ -36,8 +36,15 @@ SAMPLE_RATE = 16_000
 WIN_LENGTH, HOP_LENGTH = 400, 160  # 25 ms and 10 ms at 16 kHz
 LOG_EPS = 1e-6
 ARCHIVE = "sc_v002_testset_flac.npz"
-_PARAMS = {"sr": SAMPLE_RATE, "win": WIN_LENGTH, "hop": HOP_LENGTH, "mels": NUM_MELS,
-           "eps": LOG_EPS, "fraction": KWS_TEST_SPEAKER_FRACTION, "seed": KWS_SPLIT_SEED}
+_PARAMS = {
+    "sr": SAMPLE_RATE,
+    "win": WIN_LENGTH,
+    "hop": HOP_LENGTH,
+    "mels": NUM_MELS,
+    "eps": LOG_EPS,
+    "fraction": KWS_TEST_SPEAKER_FRACTION,
+    "seed": KWS_SPLIT_SEED,
+}
 
 
 def _tree_candidates(root: Path) -> list[Path]:
@@ -67,8 +74,13 @@ def log_mel(audio: np.ndarray, chunk: int = 512) -> np.ndarray:
     import torchaudio
 
     mel = torchaudio.transforms.MelSpectrogram(
-        sample_rate=SAMPLE_RATE, n_fft=WIN_LENGTH, win_length=WIN_LENGTH,
-        hop_length=HOP_LENGTH, n_mels=NUM_MELS, center=False)
+        sample_rate=SAMPLE_RATE,
+        n_fft=WIN_LENGTH,
+        win_length=WIN_LENGTH,
+        hop_length=HOP_LENGTH,
+        n_mels=NUM_MELS,
+        center=False,
+    )
     out = np.empty((len(audio), NUM_FRAMES, NUM_MELS), dtype=np.float32)
     with torch.no_grad():
         for start in range(0, len(audio), chunk):
@@ -98,8 +110,12 @@ def _from_archive(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     remap = np.array([KEYWORDS.index(c) if c in KEYWORDS else -1 for c in classes])
     y = remap[f["y"].astype(np.int64)]
     keep = np.flatnonzero(y >= 0)
-    clips = np.stack([read_clip(io.BytesIO(record(f["data"], f["offsets"], int(i))),
-                                f"record {i} of {path}") for i in keep])
+    clips = np.stack(
+        [
+            read_clip(io.BytesIO(record(f["data"], f["offsets"], int(i))), f"record {i} of {path}")
+            for i in keep
+        ]
+    )
     return clips, y[keep].astype(np.uint8), f["speaker"][keep]
 
 
@@ -107,8 +123,13 @@ def _decode(source: Path) -> dict[str, np.ndarray]:
     clips, y, spk = _from_tree(source) if source.is_dir() else _from_archive(source)
     feats = log_mel(clips)
     test = speaker_split(spk, KWS_TEST_SPEAKER_FRACTION, KWS_SPLIT_SEED)
-    return {"x": feats.astype(np.float16), "y": y, "speaker": spk, "test": test,
-            "stats": train_stats(feats, test)}
+    return {
+        "x": feats.astype(np.float16),
+        "y": y,
+        "speaker": spk,
+        "test": test,
+        "stats": train_stats(feats, test),
+    }
 
 
 def load_kws_audio(split: str, data_dir: str | Path | None = None) -> ArrayDataset:
@@ -117,8 +138,7 @@ def load_kws_audio(split: str, data_dir: str | Path | None = None) -> ArrayDatas
     candidates = _tree_candidates(root) + archive_candidates(root, ARCHIVE)
     source = next((p for p in candidates if p.exists()), None)
     if source is None:
-        raise missing_files_error("Speech Commands audio (folder tree or FLAC archive)",
-                                  candidates)
+        raise missing_files_error("Speech Commands audio (folder tree or FLAC archive)", candidates)
     fingerprint = [source / w for w in KEYWORDS if (source / w).is_dir()] or [source]
     arrays, _ = cached_arrays("kws-audio", fingerprint, _PARAMS, lambda: _decode(source))
     return finish(arrays, split, 1.0, "kws-audio")

@@ -110,8 +110,9 @@ def paper_partition(
         )
     k = int(num_classes) if num_classes is not None else int(y.max()) + 1
     rng = np.random.default_rng(seed)
-    outliers = np.sort(rng.choice(num_clients, round_half_up(outlier_fraction * num_clients),
-                                  replace=False))
+    outliers = np.sort(
+        rng.choice(num_clients, round_half_up(outlier_fraction * num_clients), replace=False)
+    )
     conc = np.full(num_clients, float(alpha))
     conc[outliers] = outlier_alpha
     if strict:
@@ -127,15 +128,29 @@ def paper_partition(
         rows = [pools[c][taken[c] : taken[c] + counts[c]] for c in range(k)]
         taken += counts
         indices.append(np.sort(np.concatenate(rows)).astype(np.int64))
-    stats = {"samples_per_client": size, "exhausted_clients": exhausted,
-             "redistributed_samples": moved,
-             "exhausted_classes": int(np.sum((taken == avail_total) & (avail_total > 0)))}
-    return Partition(indices=tuple(indices), outlier_ids=frozenset(int(o) for o in outliers),
-                     method="paper", stats=stats, proportions=props)
+    stats = {
+        "samples_per_client": size,
+        "exhausted_clients": exhausted,
+        "redistributed_samples": moved,
+        "exhausted_classes": int(np.sum((taken == avail_total) & (avail_total > 0))),
+    }
+    return Partition(
+        indices=tuple(indices),
+        outlier_ids=frozenset(int(o) for o in outliers),
+        method="paper",
+        stats=stats,
+        proportions=props,
+    )
 
 
-def _strict(y: np.ndarray, k: int, size: int, conc: np.ndarray, outliers: np.ndarray,
-            rng: np.random.Generator) -> Partition:
+def _strict(
+    y: np.ndarray,
+    k: int,
+    size: int,
+    conc: np.ndarray,
+    outliers: np.ndarray,
+    rng: np.random.Generator,
+) -> Partition:
     """The ``paper-strict`` partition (:mod:`fl_r2sp.datasets.paper_strict`)."""
     from .paper_strict import strict_class_counts
 
@@ -146,9 +161,16 @@ def _strict(y: np.ndarray, k: int, size: int, conc: np.ndarray, outliers: np.nda
     pools = [rng.permutation(np.flatnonzero(y == c)) for c in range(k)]
     offsets = np.concatenate([np.zeros((1, k), np.int64), np.cumsum(counts, axis=0)])
     indices = tuple(
-        np.sort(np.concatenate([pools[c][offsets[i, c] : offsets[i + 1, c]] for c in range(k)]))
-        .astype(np.int64) for i in range(len(conc)))
+        np.sort(
+            np.concatenate([pools[c][offsets[i, c] : offsets[i + 1, c]] for c in range(k)])
+        ).astype(np.int64)
+        for i in range(len(conc))
+    )
     emptied = int(np.sum((offsets[-1] == available) & (available > 0)))
-    return Partition(indices=indices, outlier_ids=frozenset(int(o) for o in outliers),
-                     method="paper-strict", proportions=props,
-                     stats={"samples_per_client": size, **stats, "exhausted_classes": emptied})
+    return Partition(
+        indices=indices,
+        outlier_ids=frozenset(int(o) for o in outliers),
+        method="paper-strict",
+        proportions=props,
+        stats={"samples_per_client": size, **stats, "exhausted_classes": emptied},
+    )

@@ -14,12 +14,20 @@ from .partition_base import Partition, as_labels, check_alpha, check_clients, ch
 
 PARTITIONERS = ("paper", "paper-strict", "dirichlet", "iid", "speaker")
 
-__all__ = ["PARTITIONERS", "Partition", "dirichlet_partition", "iid_partition",
-           "make_partition", "paper_partition", "speaker_partition"]
+__all__ = [
+    "PARTITIONERS",
+    "Partition",
+    "dirichlet_partition",
+    "iid_partition",
+    "make_partition",
+    "paper_partition",
+    "speaker_partition",
+]
 
 
-def iid_partition(num_samples: int, num_clients: int, seed: int,
-                  samples_per_client: int = 0) -> Partition:
+def iid_partition(
+    num_samples: int, num_clients: int, seed: int, samples_per_client: int = 0
+) -> Partition:
     """Uniformly random, equal-sized shards (sizes differ by at most one).
 
     Parameters
@@ -36,18 +44,24 @@ def iid_partition(num_samples: int, num_clients: int, seed: int,
     """
     check_clients(num_clients, num_samples)
     if samples_per_client < 0 or samples_per_client * num_clients > num_samples:
-        raise ValueError(f"samples_per_client={samples_per_client} x {num_clients} clients "
-                         f"exceeds {num_samples} samples")
+        raise ValueError(
+            f"samples_per_client={samples_per_client} x {num_clients} clients "
+            f"exceeds {num_samples} samples"
+        )
     perm = np.random.default_rng(seed).permutation(num_samples)
     if samples_per_client > 0:
         perm = perm[: samples_per_client * num_clients]
     shards = np.array_split(perm, num_clients)
-    return Partition(indices=tuple(np.sort(s).astype(np.int64) for s in shards),
-                     outlier_ids=frozenset(), method="iid")
+    return Partition(
+        indices=tuple(np.sort(s).astype(np.int64) for s in shards),
+        outlier_ids=frozenset(),
+        method="iid",
+    )
 
 
-def _dirichlet_attempt(y: np.ndarray, n: int, alpha: float, rng: np.random.Generator,
-                       self_balancing: bool) -> list[list[np.ndarray]]:
+def _dirichlet_attempt(
+    y: np.ndarray, n: int, alpha: float, rng: np.random.Generator, self_balancing: bool
+) -> list[list[np.ndarray]]:
     parts: list[list[np.ndarray]] = [[] for _ in range(n)]
     sizes = np.zeros(n, dtype=np.int64)
     for c in np.unique(y):
@@ -64,9 +78,15 @@ def _dirichlet_attempt(y: np.ndarray, n: int, alpha: float, rng: np.random.Gener
     return parts
 
 
-def dirichlet_partition(labels: np.ndarray, num_clients: int, alpha: float, seed: int,
-                        min_size: int = 10, self_balancing: bool = False,
-                        max_attempts: int = 100) -> Partition:
+def dirichlet_partition(
+    labels: np.ndarray,
+    num_clients: int,
+    alpha: float,
+    seed: int,
+    min_size: int = 10,
+    self_balancing: bool = False,
+    max_attempts: int = 100,
+) -> Partition:
     """Label-skew partition, as flwr-datasets' ``DirichletPartitioner``.
 
     For each class, proportions over the clients are drawn from
@@ -117,8 +137,10 @@ def speaker_partition(groups: np.ndarray, num_clients: int, seed: int) -> Partit
     g = np.asarray(groups)
     speakers, inverse, counts = np.unique(g, return_inverse=True, return_counts=True)
     if num_clients < 1 or num_clients > len(speakers):
-        raise ValueError(f"speaker partition needs 1 <= num_clients <= {len(speakers)} "
-                         f"speakers, got {num_clients}; use fewer clients")
+        raise ValueError(
+            f"speaker partition needs 1 <= num_clients <= {len(speakers)} "
+            f"speakers, got {num_clients}; use fewer clients"
+        )
     shuffled = np.random.default_rng(seed).permutation(len(speakers))
     order = shuffled[np.argsort(-counts[shuffled], kind="stable")]
     owner = np.empty(len(speakers), dtype=np.int64)
@@ -128,15 +150,26 @@ def speaker_partition(groups: np.ndarray, num_clients: int, seed: int) -> Partit
         owner[s] = i
         load[i] += counts[s]
     row_owner = owner[inverse.ravel()]
-    return Partition(indices=tuple(np.flatnonzero(row_owner == i) for i in range(num_clients)),
-                     outlier_ids=frozenset(), method="speaker",
-                     stats={"speakers": len(speakers)})
+    return Partition(
+        indices=tuple(np.flatnonzero(row_owner == i) for i in range(num_clients)),
+        outlier_ids=frozenset(),
+        method="speaker",
+        stats={"speakers": len(speakers)},
+    )
 
 
-def make_partition(method: str, labels: np.ndarray, groups: np.ndarray | None,
-                   num_clients: int, alpha: float = 10.0, outlier_alpha: float = 0.1,
-                   outlier_fraction: float = 0.25, samples_per_client: int = 0,
-                   seed: int = 0, num_classes: int | None = None) -> Partition:
+def make_partition(
+    method: str,
+    labels: np.ndarray,
+    groups: np.ndarray | None,
+    num_clients: int,
+    alpha: float = 10.0,
+    outlier_alpha: float = 0.1,
+    outlier_fraction: float = 0.25,
+    samples_per_client: int = 0,
+    seed: int = 0,
+    num_classes: int | None = None,
+) -> Partition:
     """Dispatch to a partitioner by ``method`` after validating every argument.
 
     ``alpha``, ``outlier_alpha`` and ``outlier_fraction`` are checked for all
@@ -156,15 +189,26 @@ def make_partition(method: str, labels: np.ndarray, groups: np.ndarray | None,
     if samples_per_client < 0:
         raise ValueError(f"samples_per_client must be >= 0, got {samples_per_client}")
     if method in ("paper", "paper-strict"):
-        return paper_partition(y, num_clients, alpha, outlier_alpha, outlier_fraction,
-                               samples_per_client, seed, num_classes,
-                               strict=method == "paper-strict")
+        return paper_partition(
+            y,
+            num_clients,
+            alpha,
+            outlier_alpha,
+            outlier_fraction,
+            samples_per_client,
+            seed,
+            num_classes,
+            strict=method == "paper-strict",
+        )
     if method == "dirichlet":
-        return dirichlet_partition(y, num_clients, alpha, seed,
-                                   min_size=min(10, len(y) // num_clients))
+        return dirichlet_partition(
+            y, num_clients, alpha, seed, min_size=min(10, len(y) // num_clients)
+        )
     if method == "iid":
         return iid_partition(len(y), num_clients, seed, samples_per_client)
     if groups is None:
-        raise ValueError("the speaker partitioner needs per-sample speaker ids; "
-                         "use dataset 'kws' or 'kws-audio', or another partitioner")
+        raise ValueError(
+            "the speaker partitioner needs per-sample speaker ids; "
+            "use dataset 'kws' or 'kws-audio', or another partitioner"
+        )
     return speaker_partition(groups, num_clients, seed)

@@ -8,8 +8,12 @@ from pathlib import Path
 import numpy as np
 
 
-def plot_label_histograms(hist: np.ndarray, outlier_ids: Iterable[int], path: str | Path,
-                          title: str = "Label histogram per client") -> Path:
+def plot_label_histograms(
+    hist: np.ndarray,
+    outlier_ids: Iterable[int],
+    path: str | Path,
+    title: str = "Label histogram per client",
+) -> Path:
     """Save a stacked bar per client (one colour per class) to ``path``.
 
     Outlier clients get a red, starred tick label. Draws on a bare
@@ -38,12 +42,19 @@ def plot_label_histograms(hist: np.ndarray, outlier_ids: Iterable[int], path: st
     bottom = np.zeros(n)
     cmap = colormaps["tab10" if k <= 10 else "tab20"]
     for c in range(k):
-        ax.bar(np.arange(n), hist[:, c], bottom=bottom, color=cmap(c % cmap.N), label=str(c),
-               width=0.85)
+        ax.bar(
+            np.arange(n),
+            hist[:, c],
+            bottom=bottom,
+            color=cmap(c % cmap.N),
+            label=str(c),
+            width=0.85,
+        )
         bottom += hist[:, c]
     ax.set_xticks(np.arange(n))
-    ax.set_xticklabels([f"{i}*" if i in outliers else str(i) for i in range(n)],
-                       fontsize=7, rotation=90)
+    ax.set_xticklabels(
+        [f"{i}*" if i in outliers else str(i) for i in range(n)], fontsize=7, rotation=90
+    )
     for i, tick in enumerate(ax.get_xticklabels()):
         if i in outliers:
             tick.set_color("red")

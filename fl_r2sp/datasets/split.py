@@ -74,7 +74,7 @@ def stratified_subsample(y: np.ndarray, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     keep = [
         rng.choice(np.flatnonzero(y == c), size=int(q), replace=False)
-        for c, q in zip(classes, quota)
+        for c, q in zip(classes, quota, strict=True)
     ]
     return np.sort(np.concatenate(keep)).astype(np.int64)
 

@@ -19,8 +19,18 @@ from PIL import Image
 
 from .kws import KEYWORDS
 
-CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
-                 "ship", "truck")
+CIFAR_CLASSES = (
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+)
 
 
 def _pack(blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
@@ -50,8 +60,14 @@ def write_cifar_npz(root: Path, split: str, n: int = 20, seed: int = 0) -> Path:
     y = (np.arange(n) % 10).astype(np.uint8)
     path = Path(root) / "cifar10" / f"cifar10_{split}_jpeg.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, data=data, offsets=offsets, y=y, classes=np.array(CIFAR_CLASSES),
-             paths=np.array([f"{split}/{CIFAR_CLASSES[c]}/{i:04d}.jpg" for i, c in enumerate(y)]))
+    np.savez(
+        path,
+        data=data,
+        offsets=offsets,
+        y=y,
+        classes=np.array(CIFAR_CLASSES),
+        paths=np.array([f"{split}/{CIFAR_CLASSES[c]}/{i:04d}.jpg" for i, c in enumerate(y)]),
+    )
     return path
 
 
@@ -61,8 +77,10 @@ def write_cifar_pickles(root: Path, per_batch: int = 4, seed: int = 0) -> Path:
     folder = Path(root) / "cifar-10-batches-py"
     folder.mkdir(parents=True, exist_ok=True)
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-        entry = {b"data": rng.integers(0, 256, size=(per_batch, 3072), dtype=np.uint8),
-                 b"labels": [int(v) for v in rng.integers(0, 10, size=per_batch)]}
+        entry = {
+            b"data": rng.integers(0, 256, size=(per_batch, 3072), dtype=np.uint8),
+            b"labels": [int(v) for v in rng.integers(0, 10, size=per_batch)],
+        }
         with (folder / name).open("wb") as fh:
             pickle.dump(entry, fh)
     return folder
@@ -73,8 +91,7 @@ def speakers(count: int) -> list[str]:
     return [f"{i * 2654435761 % 16**8:08x}" for i in range(1, count + 1)]
 
 
-def write_kws_npz(root: Path, num_speakers: int = 20, per_speaker: int = 3,
-                  seed: int = 0) -> Path:
+def write_kws_npz(root: Path, num_speakers: int = 20, per_speaker: int = 3, seed: int = 0) -> Path:
     """Spectrogram archive: keyword clips cycling through the 10 words, plus noise/unknown."""
     rng = np.random.default_rng(seed)
     words, spk, blobs = [], [], []
@@ -90,19 +107,27 @@ def write_kws_npz(root: Path, num_speakers: int = 20, per_speaker: int = 3,
     path = Path(root) / "speech_commands" / "sc_v002_logmel98x40_jpeg.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = np.array([w if w in KEYWORDS or w.startswith("_") else "unknown" for w in words])
-    np.savez(path, data=data, offsets=offsets, folder=folder, word=np.array(words),
-             speaker=np.array(spk), names=np.array([f"{i}.jpg" for i in range(len(words))]))
+    np.savez(
+        path,
+        data=data,
+        offsets=offsets,
+        folder=folder,
+        word=np.array(words),
+        speaker=np.array(spk),
+        names=np.array([f"{i}.jpg" for i in range(len(words))]),
+    )
     return path
 
 
 def _clips(rng: np.random.Generator, n: int, sr: int) -> list[np.ndarray]:
     # Slightly shorter/longer clips exercise the pad/crop path.
-    return [0.1 * rng.standard_normal(sr + int(rng.integers(-800, 800))).astype(np.float32)
-            for _ in range(n)]
+    return [
+        0.1 * rng.standard_normal(sr + int(rng.integers(-800, 800))).astype(np.float32)
+        for _ in range(n)
+    ]
 
 
-def write_flac_npz(root: Path, num_speakers: int = 10, per_speaker: int = 2,
-                   seed: int = 0) -> Path:
+def write_flac_npz(root: Path, num_speakers: int = 10, per_speaker: int = 2, seed: int = 0) -> Path:
     """FLAC test-set archive with keyword clips plus ``_silence_``/``_unknown_`` records."""
     rng = np.random.default_rng(seed)
     classes = list(KEYWORDS) + ["_silence_", "_unknown_"]
@@ -114,9 +139,16 @@ def write_flac_npz(root: Path, num_speakers: int = 10, per_speaker: int = 2,
     data, offsets = _pack([_flac(c, 16000) for c in _clips(rng, len(y), 16000)])
     path = Path(root) / "speech_commands" / "sc_v002_testset_flac.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, data=data, offsets=offsets, y=np.array(y, dtype=np.uint8),
-             classes=np.array(classes), names=np.array([f"{i}.wav" for i in range(len(y))]),
-             speaker=np.array(spk), sample_rate=np.int64(16000))
+    np.savez(
+        path,
+        data=data,
+        offsets=offsets,
+        y=np.array(y, dtype=np.uint8),
+        classes=np.array(classes),
+        names=np.array([f"{i}.wav" for i in range(len(y))]),
+        speaker=np.array(spk),
+        sample_rate=np.int64(16000),
+    )
     return path
 
 

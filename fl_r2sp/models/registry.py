@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import nn
@@ -52,14 +51,30 @@ class ModelSpec:
 MODELS: dict[str, ModelSpec] = {
     s.name: s
     for s in (
-        ModelSpec("mlp", DigitsMLP, (64,), _DIGITS, "64-64-10 MLP for sklearn digits (4,810 params)"),
+        ModelSpec(
+            "mlp", DigitsMLP, (64,), _DIGITS, "64-64-10 MLP for sklearn digits (4,810 params)"
+        ),
         ModelSpec("cnn", LeNetCNN, (3, 32, 32), _IMAGES, "LeNet-5-sized CNN (62,006 params)"),
-        ModelSpec("cnn-fedavg", FedAvgCNN, (3, 32, 32), _IMAGES, "FedAvg two-conv CNN (2.16M params)"),
-        ModelSpec("resnet20", resnet20, (3, 32, 32), _IMAGES,
-                  "CIFAR ResNet-20, 1x1-conv shortcuts (272,474 params = the paper's 1.09 MB)"),
-        ModelSpec("resnet20-a", partial(resnet20, shortcut="A"), (3, 32, 32), _IMAGES,
-                  "CIFAR ResNet-20, He et al.'s zero-padding shortcuts (269,722 params)"),
-        ModelSpec("lstm", KwsLSTM, (98, 40), _AUDIO, "2x64 LSTM over 98x40 log-mels (61,066 params)"),
+        ModelSpec(
+            "cnn-fedavg", FedAvgCNN, (3, 32, 32), _IMAGES, "FedAvg two-conv CNN (2.16M params)"
+        ),
+        ModelSpec(
+            "resnet20",
+            resnet20,
+            (3, 32, 32),
+            _IMAGES,
+            "CIFAR ResNet-20, 1x1-conv shortcuts (272,474 params = the paper's 1.09 MB)",
+        ),
+        ModelSpec(
+            "resnet20-a",
+            partial(resnet20, shortcut="A"),
+            (3, 32, 32),
+            _IMAGES,
+            "CIFAR ResNet-20, He et al.'s zero-padding shortcuts (269,722 params)",
+        ),
+        ModelSpec(
+            "lstm", KwsLSTM, (98, 40), _AUDIO, "2x64 LSTM over 98x40 log-mels (61,066 params)"
+        ),
     )
 }
 

@@ -47,7 +47,7 @@ def arrays_to_state(model: nn.Module, arrays: Sequence[np.ndarray]) -> None:
             "were the arrays produced by state_to_arrays on the same architecture?"
         )
     new_state: dict[str, torch.Tensor] = {}
-    for (key, ref), arr in zip(state.items(), arrays):
+    for (key, ref), arr in zip(state.items(), arrays, strict=True):
         arr = np.asarray(arr)
         if tuple(arr.shape) != tuple(ref.shape):
             raise ValueError(

@@ -65,10 +65,16 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     present (outliers caught, blacklist precision/recall, ...) as is. Keys
     that are missing or None are left out, so any subset of a summary prints.
     """
-    rows = [(label, _fmt(summary[key], unit)) for label, key, unit in _LINES
-            if summary.get(key) is not None]
-    rows += [(key.removeprefix("policy_").replace("_", " "), _fmt(value, ""))
-             for key, value in summary.items() if _shown_policy_key(key, value)]
+    rows = [
+        (label, _fmt(summary[key], unit))
+        for label, key, unit in _LINES
+        if summary.get(key) is not None
+    ]
+    rows += [
+        (key.removeprefix("policy_").replace("_", " "), _fmt(value, ""))
+        for key, value in summary.items()
+        if _shown_policy_key(key, value)
+    ]
     if not rows:
         return "run summary: (empty)"
     width = max(len(label) for label, _ in rows)

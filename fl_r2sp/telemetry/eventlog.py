@@ -6,8 +6,8 @@ end, injected delay, push start/end, wait end (when the next model was sent),
 group, round tag, straggler flag and cosine score. Policy records
 (``records``: group collection/application, blacklisting, evaluations) are
 kept as (time, kind, fields) rows. Records that name a ``cid`` and a ``tag``
-(or the ``round`` a score refers to) are merged into that client's job row too, so a job row shows its cosine
-score and straggler flag.
+(or the ``round`` a score refers to) are merged into that client's job row
+too, so a job row shows its cosine score and straggler flag.
 """
 
 from __future__ import annotations
@@ -18,8 +18,20 @@ from pathlib import Path
 from typing import Any
 
 JOB_FIELDS = (
-    "cid", "job", "tag", "group", "dispatch", "pull_end", "train_end", "delay",
-    "push_start", "push_end", "wait_end", "straggler", "cosine", "failed",
+    "cid",
+    "job",
+    "tag",
+    "group",
+    "dispatch",
+    "pull_end",
+    "train_end",
+    "delay",
+    "push_start",
+    "push_end",
+    "wait_end",
+    "straggler",
+    "cosine",
+    "failed",
 )
 
 

@@ -21,8 +21,12 @@ from fl_r2sp.telemetry._values import as_float, span
 from fl_r2sp.telemetry.phases import job_phases
 
 COLOURS = {
-    "pull": "#1f77b4", "train": "#2ca02c", "delay": "#ff7f0e",
-    "push": "#d62728", "wait": "#d9d9d9", "job": "#7f7f7f",
+    "pull": "#1f77b4",
+    "train": "#2ca02c",
+    "delay": "#ff7f0e",
+    "push": "#d62728",
+    "wait": "#d9d9d9",
+    "job": "#7f7f7f",
 }
 LABELS = {"job": "round trip (phases not logged)"}
 
@@ -127,8 +131,9 @@ def plot_gantt(
 Bars = dict[str, tuple[list[float], list[float], list[float]]]
 
 
-def _bars(jobs: Sequence[Mapping[str, Any]], lane: dict[Any, int], t_from: float,
-          t_to: float) -> Bars:
+def _bars(
+    jobs: Sequence[Mapping[str, Any]], lane: dict[Any, int], t_from: float, t_to: float
+) -> Bars:
     """Per phase: lanes, left ends and widths of the bars inside the window."""
     bars: Bars = defaultdict(lambda: ([], [], []))
     for row in jobs:

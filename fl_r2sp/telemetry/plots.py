@@ -22,13 +22,21 @@ from fl_r2sp.telemetry.phases import job_phases
 from fl_r2sp.telemetry.summary import apply_times
 
 __all__ = [
-    "plot_accuracies", "plot_accuracy", "plot_gantt", "plot_gap_cdf", "plot_trace",
+    "plot_accuracies",
+    "plot_accuracy",
+    "plot_gantt",
+    "plot_gap_cdf",
+    "plot_trace",
     "write_run_plots",
 ]
 
 Row = Mapping[str, Any]
-_GAP_LABELS = {"group_apply": "group applications", "buffer_apply": "buffer applications",
-               "client_update": "asynchronous updates", "update_arrivals": "update arrivals"}
+_GAP_LABELS = {
+    "group_apply": "group applications",
+    "buffer_apply": "buffer applications",
+    "client_update": "asynchronous updates",
+    "update_arrivals": "update arrivals",
+}
 
 
 def _curve(history: Iterable[Row]) -> tuple[np.ndarray, np.ndarray]:
@@ -37,8 +45,9 @@ def _curve(history: Iterable[Row]) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray([t for t, _ in pts]), np.asarray([a for _, a in pts])
 
 
-def plot_accuracies(histories: Mapping[str, Iterable[Row]], path: Path | str,
-                    title: str = "test accuracy") -> Path:
+def plot_accuracies(
+    histories: Mapping[str, Iterable[Row]], path: Path | str, title: str = "test accuracy"
+) -> Path:
     """Accuracy vs (virtual) time of several runs on one axis.
 
     Parameters
@@ -71,8 +80,12 @@ def plot_accuracy(history: Iterable[Row], path: Path | str, label: str | None = 
     return plot_accuracies({label or "": history}, path)
 
 
-def plot_trace(traces: Mapping[str, tuple[np.ndarray, np.ndarray]], interval: float,
-               path: Path | str, title: str = "server egress") -> Path:
+def plot_trace(
+    traces: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    interval: float,
+    path: Path | str,
+    title: str = "server egress",
+) -> Path:
     """Link rate (MB/s = bytes per bin / interval / 1e6) over time, one line per trace.
 
     Parameters
@@ -104,8 +117,9 @@ def plot_trace(traces: Mapping[str, tuple[np.ndarray, np.ndarray]], interval: fl
     return Path(path)
 
 
-def plot_gap_cdf(gaps: Mapping[str, np.ndarray], path: Path | str,
-                 title: str = "inter-update gap CDF") -> Path:
+def plot_gap_cdf(
+    gaps: Mapping[str, np.ndarray], path: Path | str, title: str = "inter-update gap CDF"
+) -> Path:
     """Empirical CDF of the gaps between global updates, one step line per label."""
     usable = {k: np.sort(np.asarray(v, float)) for k, v in gaps.items() if np.size(v)}
     if not usable:

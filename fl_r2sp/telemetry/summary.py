@@ -28,8 +28,14 @@ from fl_r2sp.telemetry._values import as_flag, as_float, describe, has_text, mea
 from fl_r2sp.telemetry.phases import concurrency_stats
 
 __all__ = [
-    "apply_times", "concurrency_stats", "format_summary", "inter_update_gaps",
-    "summarize_groups", "summarize_jobs", "summarize_run", "trace_stats",
+    "apply_times",
+    "concurrency_stats",
+    "format_summary",
+    "inter_update_gaps",
+    "summarize_groups",
+    "summarize_jobs",
+    "summarize_run",
+    "trace_stats",
 ]
 
 Row = Mapping[str, Any]
@@ -119,8 +125,10 @@ def summarize_groups(records: Iterable[Row]) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"num_group_rounds": len(collects)}
     rounds = [as_float(r.get("round_time")) for r in collects]
-    rounds = [rt if rt is not None else span(r, "t_release", "t_collect")
-              for rt, r in zip(rounds, collects)]
+    rounds = [
+        rt if rt is not None else span(r, "t_release", "t_collect")
+        for rt, r in zip(rounds, collects, strict=True)
+    ]
     out.update(describe(rounds, "group_round"))
     out["num_applications"] = len(applies)
     groups = {r.get("group") for r in applies + collects}
@@ -182,18 +190,25 @@ def apply_times(jobs: Iterable[Row], records: Iterable[Row]) -> tuple[np.ndarray
     steps = _version_steps(_of_kind(records, "client_update"))
     if steps.size:
         return steps, "client_update"
-    arrivals = [as_float(r.get("push_end")) for r in jobs
-                if not has_text(r.get("failed")) and not as_flag(r.get("straggler"))]
+    arrivals = [
+        as_float(r.get("push_end"))
+        for r in jobs
+        if not has_text(r.get("failed")) and not as_flag(r.get("straggler"))
+    ]
     known_arrivals = np.asarray([t for t in arrivals if t is not None], dtype=float)
     return np.sort(known_arrivals), "update_arrivals"
 
 
 def _version_steps(updates: Sequence[Row]) -> np.ndarray:
     """Times at which the ``version`` field first exceeds every earlier one."""
-    pts = [(_apply_time(r), as_float(r.get("version"))) for r in updates]
-    pts = sorted((t, v) for t, v in pts if t is not None and v is not None)
-    out, top = [], -math.inf
-    for t, v in pts:
+    known: list[tuple[float, float]] = []
+    for r in updates:
+        t, v = _apply_time(r), as_float(r.get("version"))
+        if t is not None and v is not None:
+            known.append((t, v))
+    out: list[float] = []
+    top = -math.inf
+    for t, v in sorted(known):
         if v > top:
             out.append(t)
             top = v
@@ -231,8 +246,14 @@ def trace_stats(
     if np.asarray(times).shape != b.shape:
         raise ValueError(f"times and bytes differ in shape: {np.shape(times)} vs {b.shape}")
     if b.size == 0:
-        return {"peak_Bps": None, "mean_busy_Bps": None, "mean_Bps": None,
-                "utilisation": None, "total_bytes": 0.0, "duration_s": 0.0}
+        return {
+            "peak_Bps": None,
+            "mean_busy_Bps": None,
+            "mean_Bps": None,
+            "utilisation": None,
+            "total_bytes": 0.0,
+            "duration_s": 0.0,
+        }
     busy = b > threshold
     return {
         "peak_Bps": float(b.max() / interval),
@@ -293,13 +314,20 @@ def summarize_run(
     return out
 
 
-def _eval_stats(records: Sequence[Row]) -> dict[str, float]:
-    evals = [r for r in _of_kind(records, "eval") if as_float(r.get("accuracy")) is not None]
-    if not evals:
+def _eval_stats(records: Sequence[Row]) -> dict[str, float | None]:
+    scored = [
+        (r, acc)
+        for r in _of_kind(records, "eval")
+        if (acc := as_float(r.get("accuracy"))) is not None
+    ]
+    if not scored:
         return {}
-    accs = [as_float(r["accuracy"]) for r in evals]
-    return {"final_accuracy": accs[-1], "best_accuracy": max(accs),
-            "final_time": as_float(evals[-1].get("time"))}
+    accs = [acc for _, acc in scored]
+    return {
+        "final_accuracy": accs[-1],
+        "best_accuracy": max(accs),
+        "final_time": as_float(scored[-1][0].get("time")),
+    }
 
 
 def _last_time(jobs: Sequence[Row], records: Sequence[Row]) -> float | None:

@@ -120,7 +120,9 @@ def train_local(
     _check_hparams(iterations, batch_size, lr, momentum, weight_decay)
     xt, yt = as_tensors(x, y, "train_local")
     if augment and xt.dim() != 4:
-        raise ValueError(f"augment=True needs images (n, C, H, W), got x of shape {tuple(xt.shape)}")
+        raise ValueError(
+            f"augment=True needs images (n, C, H, W), got x of shape {tuple(xt.shape)}"
+        )
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
@@ -138,4 +140,6 @@ def train_local(
         loss.backward()
         opt.step()
         total += loss.detach().double().cpu()
-    return TrainResult(num_examples=len(xt), mean_loss=float(total) / iterations, iterations=iterations)
+    return TrainResult(
+        num_examples=len(xt), mean_loss=float(total) / iterations, iterations=iterations
+    )

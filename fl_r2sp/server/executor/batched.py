@@ -153,16 +153,19 @@ class BatchedExecutor:
             weight_decay=cfg.weight_decay,
         )
         return [  # a configured attack rewrites the reply on the "client" side, as runtime.run
-            self.runtime.attacks.apply(job, Reply(
-                job.cid,
-                job.index,
-                job.tag,
-                weights=res.weights[k].copy(),
-                num_examples=len(self._rows[job.cid]),
-                loss=float(res.mean_losses[k]),
-                compute_s=self.runtime.compute_seconds(job.cid),
-                delay_s=self.runtime.delay.sample_for(seed, job.cid, job.index),
-            ))
+            self.runtime.attacks.apply(
+                job,
+                Reply(
+                    job.cid,
+                    job.index,
+                    job.tag,
+                    weights=res.weights[k].copy(),
+                    num_examples=len(self._rows[job.cid]),
+                    loss=float(res.mean_losses[k]),
+                    compute_s=self.runtime.compute_seconds(job.cid),
+                    delay_s=self.runtime.delay.sample_for(seed, job.cid, job.index),
+                ),
+            )
             for k, job in enumerate(stack)
         ]
 
