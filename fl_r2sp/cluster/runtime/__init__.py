@@ -4,7 +4,9 @@ Modules: :mod:`.protocol` (wire format and store keys), :mod:`.shard` (a shard a
 rule), :mod:`.server` (a PS rank's per-worker threads), :mod:`.coordinator` (the policy on the
 wall clock), :mod:`.worker` (Algorithm 1's worker loop), :mod:`.leader` (rank 0 and the run
 directory), :mod:`.rank` (entry of one rank; ``torchrun -m fl_r2sp.cluster.runtime.rank``),
-:mod:`.launcher` (the one-machine elastic launcher), :mod:`.cli` (flags), :mod:`.throttle`
+:mod:`.launcher` (the one-machine elastic launcher), :mod:`.local` (all ranks as plain
+processes, no elastic agent: tests and benchmarks), :mod:`.cli` (flags), :mod:`.links` (a
+worker's transfers to every shard), :mod:`.convergence` (the stop rule), :mod:`.throttle`
 (token bucket and chunked transfers).
 
 Fault behaviour (also in the README, "Cluster mode"):
