@@ -143,7 +143,8 @@ class RunConfig:
     model: ModelName = _f("auto", "Model; auto = mlp/cnn/lstm by dataset.")
     num_partitions: int = _f(32, "N, number of clients (must match num-supernodes).")
     partitioner: Partitioner = _f(
-        "paper", "paper (outliers), paper-strict (the paper's stated shares), dirichlet, iid or speaker."
+        "paper",
+        "paper (outliers), paper-strict (the paper's stated shares), dirichlet, iid or speaker.",
     )
     alpha: float = _f(10.0, "Dirichlet concentration of regular clients.")
     outlier_alpha: float = _f(0.1, "Dirichlet concentration of outlier clients.")
@@ -175,7 +176,9 @@ class RunConfig:
         0, "Most jobs one batched stack trains together (0 = auto: 16 on cpu, 1024 on cuda)."
     )
     # --- emulation ------------------------------------------------------------
-    network: str = _f("paper-ec2", "Network/device profile: paper-ec2, paper-ec2-fcfs or lan (virtual clock).")
+    network: str = _f(
+        "paper-ec2", "Network/device profile: paper-ec2, paper-ec2-fcfs or lan (virtual clock)."
+    )
     delay: str = _f("lognormal(mu=-2,sigma=1)", "Injected delay before each push.")
     device: str = _f("profile", "Device speed model ('profile' = the profile's; virtual clock).")
     dropout: str = _f("none", "Availability model, e.g. bernoulli(p=0.05,down=30) (virtual clock).")
@@ -238,7 +241,7 @@ class RunConfig:
         return {f.name.replace("_", "-"): f.default for f in fields(cls)}
 
     @classmethod
-    def from_run_config(cls, run_config: dict[str, Any], **overrides: Any) -> "RunConfig":
+    def from_run_config(cls, run_config: dict[str, Any], **overrides: Any) -> RunConfig:
         """Build and validate from a Flower run config (kebab-case keys).
 
         Unknown keys raise ``ValueError`` listing the known ones; missing keys
@@ -250,8 +253,7 @@ class RunConfig:
             name = key.replace("-", "_")
             if name not in known:
                 raise ValueError(
-                    f"unknown run-config key {key!r}; known keys: "
-                    + ", ".join(sorted(cls.keys()))
+                    f"unknown run-config key {key!r}; known keys: " + ", ".join(sorted(cls.keys()))
                 )
             kwargs[name] = _coerce(known[name], value)
         kwargs.update(overrides)
@@ -259,7 +261,7 @@ class RunConfig:
         cfg.validate()
         return cfg
 
-    def replace(self, **changes: Any) -> "RunConfig":
+    def replace(self, **changes: Any) -> RunConfig:
         """Copy with ``changes`` applied, validated."""
         cfg = dataclasses.replace(self, **changes)
         cfg.validate()
@@ -304,8 +306,12 @@ class RunConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid key and how to fix it."""
-        _check(self.strategy in SCHEMES, "strategy", self.strategy,
-               "not one of " + ", ".join(map(repr, SCHEMES)))
+        _check(
+            self.strategy in SCHEMES,
+            "strategy",
+            self.strategy,
+            "not one of " + ", ".join(map(repr, SCHEMES)),
+        )
         self._check_choices()
         self.scheme_params()  # the records validate the scheme knobs (one place)
         _check(self.num_partitions >= 1, "num-partitions", self.num_partitions, "need >= 1 client")
@@ -324,8 +330,12 @@ class RunConfig:
             )
         _check(self.alpha > 0, "alpha", self.alpha, "Dirichlet alpha must be > 0")
         _check(self.outlier_alpha > 0, "outlier-alpha", self.outlier_alpha, "must be > 0")
-        _check(0 <= self.outlier_fraction < 1, "outlier-fraction", self.outlier_fraction,
-               "must lie in [0, 1)")
+        _check(
+            0 <= self.outlier_fraction < 1,
+            "outlier-fraction",
+            self.outlier_fraction,
+            "must lie in [0, 1)",
+        )
         _check(self.samples_per_client >= 0, "samples-per-client", self.samples_per_client, ">= 0")
         _check(self.max_train_samples >= 0, "max-train-samples", self.max_train_samples, ">= 0")
         _check(self.local_iterations >= 1, "local-iterations", self.local_iterations, ">= 1")
@@ -334,27 +344,47 @@ class RunConfig:
         _check(self.momentum >= 0, "momentum", self.momentum, ">= 0")
         _check(self.weight_decay >= 0, "weight-decay", self.weight_decay, ">= 0")
         _check(self.torch_threads >= 1, "torch-threads", self.torch_threads, ">= 1")
-        _check(self.executor_workers >= 0, "executor-workers", self.executor_workers,
-               ">= 0 (0 = one per core)")
+        _check(
+            self.executor_workers >= 0,
+            "executor-workers",
+            self.executor_workers,
+            ">= 0 (0 = one per core)",
+        )
         _check(self.executor_stack >= 0, "executor-stack", self.executor_stack, ">= 0 (0 = auto)")
         _check(self.max_updates >= 0, "max-updates", self.max_updates, ">= 0 (0 = no limit)")
         _check(self.time_budget >= 0, "time-budget", self.time_budget, ">= 0 (0 = none)")
         _check(self.convergence_window >= 0, "convergence-window", self.convergence_window, ">= 0")
         _check(self.eval_every >= 1, "eval-every", self.eval_every, ">= 1")
         _check(self.job_timeout > 0, "job-timeout", self.job_timeout, "> 0")
-        _check(self.checkpoint_every >= 0, "checkpoint-every", self.checkpoint_every,
-               ">= 0 (0 = off)")
-        _check(self.strategy != "fedavg" or not (self.checkpoint_every or self.resume_from),
-               "checkpoint-every", self.checkpoint_every,
-               "stock fedavg runs Flower's own loop, which has no checkpoints; set it to 0")
-        _check(0 <= self.attack_fraction <= 1, "attack-fraction", self.attack_fraction,
-               "must lie in [0, 1]")
-        _check(self.admission_norm_factor >= 0, "admission-norm-factor",
-               self.admission_norm_factor, ">= 0 (0 = no norm check)")
+        _check(
+            self.checkpoint_every >= 0, "checkpoint-every", self.checkpoint_every, ">= 0 (0 = off)"
+        )
+        _check(
+            self.strategy != "fedavg" or not (self.checkpoint_every or self.resume_from),
+            "checkpoint-every",
+            self.checkpoint_every,
+            "stock fedavg runs Flower's own loop, which has no checkpoints; set it to 0",
+        )
+        _check(
+            0 <= self.attack_fraction <= 1,
+            "attack-fraction",
+            self.attack_fraction,
+            "must lie in [0, 1]",
+        )
+        _check(
+            self.admission_norm_factor >= 0,
+            "admission-norm-factor",
+            self.admission_norm_factor,
+            ">= 0 (0 = no norm check)",
+        )
         _check(self.admission_warmup >= 0, "admission-warmup", self.admission_warmup, ">= 0")
         _check(self.admission_window >= 1, "admission-window", self.admission_window, ">= 1")
-        _check(0 <= self.max_lost_share <= 1, "max-lost-share", self.max_lost_share,
-               "must lie in [0, 1]")
+        _check(
+            0 <= self.max_lost_share <= 1,
+            "max-lost-share",
+            self.max_lost_share,
+            "must lie in [0, 1]",
+        )
         _check(
             self.max_updates > 0 or self.time_budget > 0 or self.convergence_window > 0,
             "max-updates",

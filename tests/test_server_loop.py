@@ -18,9 +18,16 @@ MLP_ITER_S = 0.066
 
 
 def timing_cfg(**kw) -> RunConfig:
-    base = dict(timing_only=True, network="lan", delay="constant(value=0.1)",
-                local_iterations=10, num_partitions=4, max_updates=4, eval_every=1,
-                plots=False)
+    base = dict(
+        timing_only=True,
+        network="lan",
+        delay="constant(value=0.1)",
+        local_iterations=10,
+        num_partitions=4,
+        max_updates=4,
+        eval_every=1,
+        plots=False,
+    )
     base.update(kw)
     return RunConfig(**base)
 
@@ -37,8 +44,9 @@ def test_bsp_rounds_take_compute_plus_delay() -> None:
 
 
 def test_flr2sp_second_group_waits_for_the_gap() -> None:
-    out = run(timing_cfg(strategy="fl-r2sp", num_groups=2, fraction=1.0), write=False,
-              progress=False)
+    out = run(
+        timing_cfg(strategy="fl-r2sp", num_groups=2, fraction=1.0), write=False, progress=False
+    )
     cycle = 10 * MLP_ITER_S + 0.1
     (t0, g0), (t1, g1) = apply_times(out)[:2]
     # Group 0 applies as soon as it collected (T = 0: no gap yet); T becomes the
@@ -49,8 +57,9 @@ def test_flr2sp_second_group_waits_for_the_gap() -> None:
 
 
 def test_real_arrival_order_does_not_change_the_result() -> None:
-    cfg = RunConfig(num_partitions=8, num_groups=2, local_iterations=3, max_updates=6,
-                    eval_every=3, plots=False)
+    cfg = RunConfig(
+        num_partitions=8, num_groups=2, local_iterations=3, max_updates=6, eval_every=3, plots=False
+    )
     runtime = runtime_for(cfg)
     outs = []
     for shuffle in (None, 1, 2):
@@ -62,8 +71,15 @@ def test_real_arrival_order_does_not_change_the_result() -> None:
 
 
 def test_bad_clients_are_rejected_and_the_run_goes_on() -> None:
-    cfg = RunConfig(num_partitions=6, num_groups=2, local_iterations=2, max_updates=6,
-                    eval_every=6, plots=False, max_failures=2)
+    cfg = RunConfig(
+        num_partitions=6,
+        num_groups=2,
+        local_iterations=2,
+        max_updates=6,
+        eval_every=6,
+        plots=False,
+        max_failures=2,
+    )
     runtime = runtime_for(cfg)
 
     def flaky(job: Job) -> Reply:
@@ -87,16 +103,27 @@ def test_bad_clients_are_rejected_and_the_run_goes_on() -> None:
 
 
 def test_dropouts_fail_jobs_without_stalling() -> None:
-    cfg = timing_cfg(strategy="fl-r2sp", num_groups=2, num_partitions=8, max_updates=12,
-                     dropout="bernoulli(p=0.3,down=2)")
+    cfg = timing_cfg(
+        strategy="fl-r2sp",
+        num_groups=2,
+        num_partitions=8,
+        max_updates=12,
+        dropout="bernoulli(p=0.3,down=2)",
+    )
     out = run(cfg, write=False, progress=False)
     assert out.summary["global_updates"] == 12
     assert any("offline" in str(r.get("failed", "")) for r in out.events.jobs)
 
 
 def test_virtual_runs_repeat_exactly() -> None:
-    cfg = timing_cfg(strategy="fl-r2sp", num_groups=2, num_partitions=8, max_updates=8,
-                     network="paper-ec2", delay="lognormal(mu=-2,sigma=1)")
+    cfg = timing_cfg(
+        strategy="fl-r2sp",
+        num_groups=2,
+        num_partitions=8,
+        max_updates=8,
+        network="paper-ec2",
+        delay="lognormal(mu=-2,sigma=1)",
+    )
     a = run(cfg, write=False, progress=False)
     b = run(cfg, write=False, progress=False)
     assert apply_times(a) == apply_times(b)
@@ -104,8 +131,9 @@ def test_virtual_runs_repeat_exactly() -> None:
 
 
 def test_wall_clock_loop_runs_in_real_time() -> None:
-    cfg = timing_cfg(strategy="fl-r2sp", clock="wall", num_groups=2,
-                     delay="constant(value=0.01)", max_updates=4)
+    cfg = timing_cfg(
+        strategy="fl-r2sp", clock="wall", num_groups=2, delay="constant(value=0.01)", max_updates=4
+    )
     out = run(cfg, write=False, progress=False)
     assert out.summary["global_updates"] == 4
     assert out.summary["clock"] == "wall"
@@ -116,8 +144,15 @@ def test_run_writes_a_complete_run_directory(tmp_path) -> None:
     cfg = timing_cfg(strategy="bsp", run_dir=str(tmp_path), plots=True, network="paper-ec2")
     out = run(cfg, progress=False, run_name="r")
     names = {p.name for p in (tmp_path / "r").iterdir()}
-    assert {"config.json", "summary.json", "history.csv", "jobs.csv", "records.jsonl",
-            "weights.npy", "trace-server-egress.csv"} <= names
+    assert {
+        "config.json",
+        "summary.json",
+        "history.csv",
+        "jobs.csv",
+        "records.jsonl",
+        "weights.npy",
+        "trace-server-egress.csv",
+    } <= names
     assert out.run_dir == tmp_path / "r"
 
 
@@ -127,8 +162,7 @@ def test_fedavg_is_refused_by_the_event_driven_runner() -> None:
 
 
 def test_time_budget_stop_evaluates_the_final_model() -> None:
-    cfg = timing_cfg(strategy="bsp", fraction=1.0, max_updates=0, time_budget=2.0,
-                     eval_every=100)
+    cfg = timing_cfg(strategy="bsp", fraction=1.0, max_updates=0, time_budget=2.0, eval_every=100)
     out = run(cfg, write=False, progress=False)
     cycle = 10 * MLP_ITER_S + 0.1
     assert out.summary["stopped"].startswith("time budget")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fl_r2sp.config import RunConfig
+from fl_r2sp.emulation.clock import Clock
 from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.admission import Admission, AdmissionParams, Verdict
 from fl_r2sp.server.transport import Transport
@@ -104,6 +105,8 @@ class LoopBase:
     """
 
     clock_name = "base"
+    #: The loop's clock (each loop's constructor sets its virtual or wall clock).
+    clock: Clock
 
     def __init__(
         self,
@@ -134,8 +137,11 @@ class LoopBase:
         self._wall0 = time.perf_counter()
         #: Saves the loop's state every k updates (fl_r2sp.server.checkpoint); set by the runner.
         self.checkpointer: Checkpointer | None = None
-        self.admission = admission if admission is not None else Admission(
-            AdmissionParams.from_config(RunConfig()), model_size)
+        self.admission = (
+            admission
+            if admission is not None
+            else Admission(AdmissionParams.from_config(RunConfig()), model_size)
+        )
         self._verdicts: dict[tuple[int, int], Verdict] = {}  # (cid, job) -> why not admitted
 
     def checkpoint_if_due(self) -> None:
@@ -164,6 +170,10 @@ class LoopBase:
         index = self.job_counter.get(cid, 0)
         self.job_counter[cid] = index + 1
         return Job(cid=cid, index=index, tag=tag, weights=weights)
+
+    def run(self, weights: np.ndarray, clients: list[int]) -> np.ndarray:
+        """Start the policy on ``clients``; return the final weights (implemented by each loop)."""
+        raise NotImplementedError
 
     def dispatch(self, now: float, cid: int, weights: np.ndarray, tag: int) -> None:
         """Start a job for ``cid`` (implemented by each loop)."""
@@ -248,11 +258,19 @@ class LoopBase:
         self.history.append(row)
         self.events.record(now, "eval", row)
         if self.progress:
-            acc_s = f" acc={row['accuracy']:.4f} loss={row['loss']:.4f}" if "accuracy" in row else ""
+            acc_s = (
+                f" acc={row['accuracy']:.4f} loss={row['loss']:.4f}" if "accuracy" in row else ""
+            )
             limit = f"/{self.stop.max_updates}" if self.stop.max_updates else ""
             log.info(
                 "[%s] update %d%s  %s t=%.2fs%s  (wall %.1fs)",
-                self.policy.name, version, limit, self.clock_name, now, acc_s, row["wall"],
+                self.policy.name,
+                version,
+                limit,
+                self.clock_name,
+                now,
+                acc_s,
+                row["wall"],
             )
         if "accuracy" in row and self.stop.after_eval(row["accuracy"], now):
             self.finish(f"converged: accuracy stagnant for {self.stop.convergence_window} evals")

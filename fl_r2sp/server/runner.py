@@ -31,6 +31,7 @@ from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
 from fl_r2sp.server.transport import Transport
 from fl_r2sp.server.virtual_loop import VirtualLoop
 from fl_r2sp.server.wall_loop import WallLoop
+from fl_r2sp.strategies.base import Policy
 from fl_r2sp.strategies.factory import STRATEGIES, make_policy
 from fl_r2sp.strategies.registry import scheme
 from fl_r2sp.telemetry.eventlog import EventLog
@@ -122,10 +123,18 @@ def run(
     policy = make_policy(cfg, clients, outliers)
     if evaluator is None and not cfg.timing_only:
         evaluator = CentralEvaluator(cfg)
-    loop, network = _build_loop(cfg, policy, transport, weights, evaluator, progress,
-                                {c: runtime.compute_seconds(c) for c in clients})
-    loop.admission = Admission(AdmissionParams.from_config(cfg, _partition_sizes(cfg)),
-                               weights.size)
+    loop, network = _build_loop(
+        cfg,
+        policy,
+        transport,
+        weights,
+        evaluator,
+        progress,
+        {c: runtime.compute_seconds(c) for c in clients},
+    )
+    loop.admission = Admission(
+        AdmissionParams.from_config(cfg, _partition_sizes(cfg)), weights.size
+    )
     # checkpoint-every / resume-from (fl_r2sp/server/checkpoint.py): the folder to finish.
     directory = attach(cfg, loop, clients, saved, run_name)
     started = time.perf_counter()
@@ -142,9 +151,12 @@ def run(
         from fl_r2sp.telemetry.summary import format_summary
 
         log.info("\n%s", format_summary(out.summary))
-        log.info("updates: %d accepted, rejected %s, jobs dropped %s",
-                 out.summary["updates_accepted"], out.summary["updates_rejected"] or "none",
-                 out.summary["jobs_dropped"] or "none")
+        log.info(
+            "updates: %d accepted, rejected %s, jobs dropped %s",
+            out.summary["updates_accepted"],
+            out.summary["updates_rejected"] or "none",
+            out.summary["jobs_dropped"] or "none",
+        )
         if out.run_dir is not None:
             log.info("run directory: %s", out.run_dir)
     if problem is not None:
@@ -166,27 +178,50 @@ def _health(cfg: RunConfig, out: RunOutput, num_clients: int) -> str | None:
     """Record the run's status and lost clients in its summary; the failure reason or None."""
     lost = list(out.summary.get("policy_dropped") or [])
     problem = run_problem(out.weights, len(lost), num_clients, cfg.max_lost_share)
-    out.summary.update(clients_lost=len(lost), lost_share=len(lost) / max(1, num_clients),
-                       status="failed" if problem else "completed", failure=problem)
+    out.summary.update(
+        clients_lost=len(lost),
+        lost_share=len(lost) / max(1, num_clients),
+        status="failed" if problem else "completed",
+        failure=problem,
+    )
     return problem
 
 
-def _build_loop(cfg: RunConfig, policy, transport: Transport, weights: np.ndarray,
-                evaluator: Evaluator | None, progress: bool, compute_lb: dict[int, float]
-                ) -> tuple[LoopBase, Network | None]:
+def _build_loop(
+    cfg: RunConfig,
+    policy: Policy,
+    transport: Transport,
+    weights: np.ndarray,
+    evaluator: Evaluator | None,
+    progress: bool,
+    compute_lb: dict[int, float],
+) -> tuple[LoopBase, Network | None]:
     """The virtual-time loop over a star network, or the wall-clock loop."""
     stop = StopRule(cfg.max_updates, cfg.time_budget, cfg.convergence_window, cfg.convergence_tol)
-    base = dict(policy=policy, transport=transport, model_size=weights.size, evaluator=evaluator,
-                stop=stop, eval_every=cfg.eval_every, progress=progress)
+    # The loops take these as ``**base: Any`` (passed on to LoopBase).
+    base: dict[str, Any] = dict(
+        policy=policy,
+        transport=transport,
+        model_size=weights.size,
+        evaluator=evaluator,
+        stop=stop,
+        eval_every=cfg.eval_every,
+        progress=progress,
+    )
     if cfg.clock == "wall":
         return WallLoop(job_timeout=cfg.job_timeout, **base), None
     profile = get_profile(cfg.network)
     network = star_network(cfg.num_partitions, profile)
     loop = VirtualLoop(
-        network=network, model_bytes=4 * weights.size, overhead=profile.overhead,
+        network=network,
+        model_bytes=4 * weights.size,
+        overhead=profile.overhead,
         compute_lb=compute_lb,
         availability=None if cfg.dropout == "none" else make_availability(cfg.dropout),
-        seed=cfg.seed, job_timeout=cfg.job_timeout, **base)
+        seed=cfg.seed,
+        job_timeout=cfg.job_timeout,
+        **base,
+    )
     return loop, network
 
 
@@ -198,8 +233,10 @@ def _effective(cfg: RunConfig) -> RunConfig:
     """
     cfg.validate()
     if scheme(cfg.strategy).build is None:
-        raise ValueError(f"strategy={cfg.strategy!r} is Flower's own, run it with `flwr run .`; "
-                         f"the event-driven runner serves {', '.join(STRATEGIES)}")
+        raise ValueError(
+            f"strategy={cfg.strategy!r} is Flower's own, run it with `flwr run .`; "
+            f"the event-driven runner serves {', '.join(STRATEGIES)}"
+        )
     if cfg.timing_only and cfg.outlier_filter:
         log.info("timing-only run: outlier filter switched off (echoed models have no deltas)")
         cfg = cfg.replace(outlier_filter=False)
@@ -222,7 +259,14 @@ def _check_clients(cfg: RunConfig, clients: list[int]) -> None:
         )
 
 
-def _finish(cfg, loop, final, network: Network | None, outliers, started) -> RunOutput:
+def _finish(
+    cfg: RunConfig,
+    loop: LoopBase,
+    final: np.ndarray,
+    network: Network | None,
+    outliers: frozenset[int],
+    started: float,
+) -> RunOutput:
     from fl_r2sp.telemetry.summary import summarize_run
 
     traces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -232,6 +276,10 @@ def _finish(cfg, loop, final, network: Network | None, outliers, started) -> Run
             traces[link] = network.trace(link, TRACE_INTERVAL, until)
     summary = loop.summary()
     summary.update(summarize_run(loop.events.jobs, loop.events.records, traces, TRACE_INTERVAL))
-    summary.update(strategy=cfg.strategy, seed=cfg.seed, num_outliers=len(outliers),
-                   run_seconds=time.perf_counter() - started)
+    summary.update(
+        strategy=cfg.strategy,
+        seed=cfg.seed,
+        num_outliers=len(outliers),
+        run_seconds=time.perf_counter() - started,
+    )
     return RunOutput(final, loop.history, summary, loop.events, traces)

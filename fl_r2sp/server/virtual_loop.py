@@ -79,6 +79,7 @@ class VirtualLoop(LoopBase):
     """
 
     clock_name = "virtual"
+    clock: VirtualClock
 
     def __init__(
         self,
@@ -311,8 +312,15 @@ class VirtualLoop(LoopBase):
             self._schedule(at, st.job.cid, JobFailed(st))
             return
         cid, r = st.job.cid, st.reply
-        at = push_start(cid, st.job.index, st.pull_end, r.compute_s, r.delay_s,
-                        self.compute_lb.get(cid, 0.0), self.clock.now())
+        at = push_start(
+            cid,
+            st.job.index,
+            st.pull_end,
+            r.compute_s,
+            r.delay_s,
+            self.compute_lb.get(cid, 0.0),
+            self.clock.now(),
+        )
         row = self.events.job(st.job.cid, st.job.index)
         row.update(train_end=st.pull_end + st.reply.compute_s, delay=st.reply.delay_s)
         self._schedule(at, st.job.cid, PushStart(st))
@@ -340,8 +348,13 @@ class VirtualLoop(LoopBase):
             self._fail(t, st, rejected)
             return
         del self.active[cid]
-        upd = Update(cid=cid, weights=r.weights.astype(np.float32, copy=False),
-                     num_examples=int(r.num_examples), tag=st.job.tag, loss=r.loss)
+        upd = Update(
+            cid=cid,
+            weights=r.weights.astype(np.float32, copy=False),
+            num_examples=int(r.num_examples),
+            tag=st.job.tag,
+            loss=r.loss,
+        )
         self.execute(t, self.policy.on_update(t, upd))
         self._unpark(t, cid)
 

@@ -34,6 +34,7 @@ class WallLoop(LoopBase):
     """
 
     clock_name = "wall"
+    clock: WallClock
 
     def __init__(self, *, poll_interval: float = 0.05, **base: Any) -> None:
         super().__init__(**base)
@@ -109,8 +110,13 @@ class WallLoop(LoopBase):
             self.execute(now, self.policy.on_failure(now, reply.cid, reply.tag, failure))
         else:
             assert reply.weights is not None
-            upd = Update(reply.cid, reply.weights.astype(np.float32, copy=False),
-                         int(reply.num_examples), reply.tag, reply.loss)
+            upd = Update(
+                reply.cid,
+                reply.weights.astype(np.float32, copy=False),
+                int(reply.num_examples),
+                reply.tag,
+                reply.loss,
+            )
             self.execute(now, self.policy.on_update(now, upd))
         if reply.cid in self.parked and reply.cid not in self.inflight:
             weights, tag = self.parked.pop(reply.cid)
