@@ -12,8 +12,10 @@ from fl_r2sp.flower.processes import local_superlink_pids, stop_local_superlink
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "e2e: end-to-end runs through Flower's CLI and processes (run by default; "
-        "deselect with -m 'not e2e')")
+        "markers",
+        "e2e: end-to-end runs through Flower's CLI and processes (run by default; "
+        "deselect with -m 'not e2e')",
+    )
 
 
 def stop_and_check(home: Path) -> None:

@@ -54,8 +54,13 @@ def test_federated_bad_input_raises_before_training() -> None:
 
 
 def test_array_dataset_subset_and_checks() -> None:
-    ds = ArrayDataset(x=np.arange(10, dtype=np.float32).reshape(5, 2), y=np.arange(5),
-                      num_classes=5, groups=np.array(list("abcde")), name="toy")
+    ds = ArrayDataset(
+        x=np.arange(10, dtype=np.float32).reshape(5, 2),
+        y=np.arange(5),
+        num_classes=5,
+        groups=np.array(list("abcde")),
+        name="toy",
+    )
     sub = ds.subset(np.array([4, 0]))
     assert len(sub) == 2 and sub.x.tolist() == [[8, 9], [0, 1]] and list(sub.groups) == ["e", "a"]
     assert ds.input_shape == (2,)
@@ -94,6 +99,7 @@ def test_no_checkout_means_no_checkout_folders(monkeypatch) -> None:
 
 def test_plot_label_histograms_writes_png(tmp_path: Path) -> None:
     fd = federated_data("digits", 8, "paper", seed=1)
-    out = plot_label_histograms(fd.label_histograms(), fd.partition.outlier_ids,
-                                tmp_path / "sub" / "hist.png")
+    out = plot_label_histograms(
+        fd.label_histograms(), fd.partition.outlier_ids, tmp_path / "sub" / "hist.png"
+    )
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -29,7 +29,7 @@ def test_digits_split_is_stratified_and_scaled() -> None:
     # 1,797 digits; per class round_half_up(0.2 * n_c) go to test -> 359.
     assert (len(train), len(test)) == (1438, 359)
     assert train.x.shape == (1438, 64) and train.x.dtype == np.float32
-    assert train.y.dtype == np.int64 and 0.0 <= train.x.min() and train.x.max() <= 1.0
+    assert train.y.dtype == np.int64 and train.x.min() >= 0.0 and train.x.max() <= 1.0
     np.testing.assert_array_equal(test.label_counts(), [36, 36, 35, 37, 36, 36, 36, 36, 35, 36])
     again = load_dataset("digits", "test")
     np.testing.assert_array_equal(again.x, test.x)

@@ -78,8 +78,10 @@ def test_paper_default_size_is_equal_share() -> None:
     _assert_disjoint(p, 103)
 
 
-@pytest.mark.parametrize("fraction,n,expected", [(0.25, 10, 3), (0.25, 32, 8), (0.25, 2, 1),
-                                                 (0.0, 10, 0), (0.05, 10, 1), (0.04, 10, 0)])
+@pytest.mark.parametrize(
+    "fraction,n,expected",
+    [(0.25, 10, 3), (0.25, 32, 8), (0.25, 2, 1), (0.0, 10, 0), (0.05, 10, 1), (0.04, 10, 0)],
+)
 def test_outlier_count_rounds_half_up(fraction: float, n: int, expected: int) -> None:
     labels = np.arange(1000) % 10
     assert len(paper_partition(labels, n, outlier_fraction=fraction).outlier_ids) == expected
@@ -92,9 +94,9 @@ def test_same_seed_same_partition_bit_for_bit() -> None:
         a = make_partition(method, labels, None, 16, alpha=0.5, seed=7)
         b = make_partition(method, labels, None, 16, alpha=0.5, seed=7)
         c = make_partition(method, labels, None, 16, alpha=0.5, seed=8)
-        assert all(np.array_equal(x, y) for x, y in zip(a.indices, b.indices))
+        assert all(np.array_equal(x, y) for x, y in zip(a.indices, b.indices, strict=True))
         assert a.outlier_ids == b.outlier_ids
-        assert any(not np.array_equal(x, y) for x, y in zip(a.indices, c.indices))
+        assert any(not np.array_equal(x, y) for x, y in zip(a.indices, c.indices, strict=True))
 
 
 def test_fill_redistributes_shortfall_by_client_proportions() -> None:
@@ -105,11 +107,13 @@ def test_fill_redistributes_shortfall_by_client_proportions() -> None:
     assert moved == 4
     assert _fill(np.array([0.6, 0.3, 0.1]), 10, np.array([9, 9, 9]))[1] == 0
     # Own classes all empty: follow what is left (only class 2).
-    np.testing.assert_array_equal(_fill(np.array([1.0, 0.0, 0.0]), 4, np.array([0, 0, 9]))[0],
-                                  [0, 0, 4])
+    np.testing.assert_array_equal(
+        _fill(np.array([1.0, 0.0, 0.0]), 4, np.array([0, 0, 9]))[0], [0, 0, 4]
+    )
     # Capped twice: class 1 also runs out during redistribution.
-    np.testing.assert_array_equal(_fill(np.array([0.5, 0.4, 0.1]), 10, np.array([1, 2, 50]))[0],
-                                  [1, 2, 7])
+    np.testing.assert_array_equal(
+        _fill(np.array([0.5, 0.4, 0.1]), 10, np.array([1, 2, 50]))[0], [1, 2, 7]
+    )
 
 
 def test_paper_pool_exhaustion_still_fills_every_client() -> None:
@@ -134,8 +138,7 @@ def test_dirichlet_partition_uses_every_row_and_skews() -> None:
 
 def test_dirichlet_impossible_min_size_raises() -> None:
     with pytest.raises(ValueError, match="min_size"):
-        dirichlet_partition(np.arange(40) % 2, 10, alpha=0.01, seed=0, min_size=4,
-                            max_attempts=5)
+        dirichlet_partition(np.arange(40) % 2, 10, alpha=0.01, seed=0, min_size=4, max_attempts=5)
 
 
 def test_iid_partition_sizes() -> None:

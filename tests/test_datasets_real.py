@@ -29,16 +29,20 @@ def _archive_dir() -> Path | None:
     """The first candidate data folder that holds the CIFAR-10 and Speech Commands archives."""
     env = os.environ.get("FL_R2SP_DATA", "")
     for folder in (Path(env) if env else None, paths.project_data_dir(), paths.shared_data_dir()):
-        if (folder is not None and (folder / "cifar10" / "cifar10_train_jpeg.npz").is_file()
-                and (folder / "speech_commands").is_dir()):
+        if (
+            folder is not None
+            and (folder / "cifar10" / "cifar10_train_jpeg.npz").is_file()
+            and (folder / "speech_commands").is_dir()
+        ):
             return folder
     return None
 
 
 DATA = _archive_dir()
 pytestmark = pytest.mark.skipif(DATA is None, reason="no folder holds the packed data archives")
-SLOW = pytest.mark.skipif(os.environ.get("FL_R2SP_SLOW_TESTS") != "1",
-                          reason="set FL_R2SP_SLOW_TESTS=1 for full decodes")
+SLOW = pytest.mark.skipif(
+    os.environ.get("FL_R2SP_SLOW_TESTS") != "1", reason="set FL_R2SP_SLOW_TESTS=1 for full decodes"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from experiments.common import (
-    aggregate, build_config, config_key, mean_std, parse_args, rekey_runs, round_units, write_csv,
+    aggregate,
+    build_config,
+    config_key,
+    mean_std,
+    parse_args,
+    rekey_runs,
+    round_units,
+    write_csv,
 )
 from experiments.conf import scale_settings
 from experiments.fig17 import peak

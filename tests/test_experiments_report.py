@@ -13,8 +13,10 @@ from experiments import verdicts
 HERE = Path(__file__).resolve().parent.parent / "experiments"
 #: A number standing alone ("0.38", "12", "3x"); digits inside names (fl_r2sp, table4,
 #: paper-ec2, R²SP) are not figures.
-FIGURE = re.compile(r"(?<![A-Za-z0-9_\-.])[0-9]+(?:[.,][0-9]+)?(?![A-Za-z0-9_])|"
-                    r"(?<![A-Za-z0-9_\-.])[0-9]+x")
+FIGURE = re.compile(
+    r"(?<![A-Za-z0-9_\-.])[0-9]+(?:[.,][0-9]+)?(?![A-Za-z0-9_])|"
+    r"(?<![A-Za-z0-9_\-.])[0-9]+x"
+)
 
 
 def _literal_texts(path: Path) -> list[str]:

@@ -15,8 +15,18 @@ from pathlib import Path
 
 import pytest
 
-ITEMS = ("table5", "fig16", "fig17", "table2", "fig18", "table4", "fig15", "outliers", "c_sweep",
-         "outliers_scoring")
+ITEMS = (
+    "table5",
+    "fig16",
+    "fig17",
+    "table2",
+    "fig18",
+    "table4",
+    "fig15",
+    "outliers",
+    "c_sweep",
+    "outliers_scoring",
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +34,8 @@ def results(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("results")
     for item in ITEMS:
         importlib.import_module(f"experiments.{item}").main(
-            ["--scale", "smoke", "--seeds", "0", "--out", str(out)])
+            ["--scale", "smoke", "--seeds", "0", "--out", str(out)]
+        )
     return out
 
 
@@ -79,15 +90,24 @@ def test_fig18_group_sizes_of_16_clients(results):
     assert set(d["best_by_variant"]) == {"baseline", "overhead", "jitter", "dropout", "all"}
     # A per-transfer overhead only adds time: every size's cycle grows.
     for r in base:
-        over = next(o for o in d["table"] if o["variant"] == "overhead"
-                    and o["group_size"] == r["group_size"])
+        over = next(
+            o
+            for o in d["table"]
+            if o["variant"] == "overhead" and o["group_size"] == r["group_size"]
+        )
         assert over["avg_cycle_s_mean"] > r["avg_cycle_s_mean"]
 
 
 def test_fig15_all_schemes_with_accuracies(results):
     d = summary(results, "fig15")
     assert {r["scheme"] for r in d["table"]} == {
-        "bsp", "bsp-nofilter", "asp", "fl-r2sp", "fl-r2sp-nofilter", "fedbuff"}
+        "bsp",
+        "bsp-nofilter",
+        "asp",
+        "fl-r2sp",
+        "fl-r2sp-nofilter",
+        "fedbuff",
+    }
     assert all(0 <= r["final_accuracy_mean"] <= 1 for r in d["table"])
     assert (results / "fig15" / "accuracy-mlp.png").is_file()
 
@@ -111,7 +131,8 @@ def test_outliers_scoring_replays_every_reference(results):
     d = summary(results, "outliers_scoring")
     refs = {"group", "group-loo", "global-change", "global-step"}
     assert {(r["mode"], r["reference"]) for r in d["table"]} == {
-        (m, ref) for m in ("paper", "paper-strict") for ref in refs}
+        (m, ref) for m in ("paper", "paper-strict") for ref in refs
+    }
     strict = next(r for r in d["shares"] if r["mode"] == "paper-strict")
     assert strict["outlier_top_over_097_mean"] == 1.0
     assert strict["regular_min_at_least_007_mean"] == 1.0
@@ -127,7 +148,8 @@ def test_c_sweep_fractions(results):
 
 def test_second_run_is_all_cached(results, capsys):
     importlib.import_module("experiments.table5").main(
-        ["--scale", "smoke", "--seeds", "0", "--out", str(results)])
+        ["--scale", "smoke", "--seeds", "0", "--out", str(results)]
+    )
     out = capsys.readouterr().out
     assert "running" not in out and "cached" in out
 
@@ -146,7 +168,8 @@ def test_report_has_every_section(results, tmp_path):
 def test_skip_training_uses_only_cached_runs(results, capsys):
     # Seed 7 was never run: --skip-training leaves it out instead of starting it.
     importlib.import_module("experiments.fig15").main(
-        ["--scale", "smoke", "--seeds", "0,7", "--out", str(results), "--skip-training"])
+        ["--scale", "smoke", "--seeds", "0,7", "--out", str(results), "--skip-training"]
+    )
     assert "running" not in capsys.readouterr().out
     d = summary(results, "fig15")
     assert d["seeds"] == [0, 7] and {r["n"] for r in d["table"]} == {1}

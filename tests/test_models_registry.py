@@ -24,15 +24,28 @@ MLP = (64 * 64 + 64) + (64 * 10 + 10)
 # ResNet-20 BN channels: stem 16 + 6 BN per stage x (16, 32, 64) = 688.
 RESNET_BN_A = 16 + 6 * (16 + 32 + 64)
 RESNET_A = (
-    3 * 16 * 9 + 6 * 16 * 16 * 9 + (16 * 32 * 9 + 5 * 32 * 32 * 9) + (32 * 64 * 9 + 5 * 64 * 64 * 9)
-) + 2 * RESNET_BN_A + (64 * 10 + 10)
+    (
+        3 * 16 * 9
+        + 6 * 16 * 16 * 9
+        + (16 * 32 * 9 + 5 * 32 * 32 * 9)
+        + (32 * 64 * 9 + 5 * 64 * 64 * 9)
+    )
+    + 2 * RESNET_BN_A
+    + (64 * 10 + 10)
+)
 RESNET_B = RESNET_A + (16 * 32 + 32 * 64) + 2 * (32 + 64)
 
 
 def test_parameter_counts_match_hand_counts() -> None:
     assert LENET == 62_006 and RESNET_B == 272_474 and RESNET_A == 269_722
-    expected = {"mlp": MLP, "cnn": LENET, "cnn-fedavg": FEDAVG, "resnet20": RESNET_B,
-                "resnet20-a": RESNET_A, "lstm": LSTM}
+    expected = {
+        "mlp": MLP,
+        "cnn": LENET,
+        "cnn-fedavg": FEDAVG,
+        "resnet20": RESNET_B,
+        "resnet20-a": RESNET_A,
+        "lstm": LSTM,
+    }
     assert set(expected) == set(MODELS)
     for name, count in expected.items():
         assert count_parameters(build_model(name)) == count, name

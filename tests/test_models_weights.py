@@ -44,13 +44,19 @@ def test_resnet_round_trip_restores_integer_buffers() -> None:
         model(torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(0)))
     arrays = state_to_arrays(model)
     back = unflatten(flatten(arrays), arrays)
-    assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(arrays, back))
-    tracked = [a for k, a in zip(model.state_dict(), back) if k.endswith("num_batches_tracked")]
+    assert all(
+        a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(arrays, back, strict=True)
+    )
+    tracked = [
+        a
+        for k, a in zip(model.state_dict(), back, strict=True)
+        if k.endswith("num_batches_tracked")
+    ]
     assert len(tracked) == 21 and all(int(t) == 1 for t in tracked)
 
     fresh = build_model("resnet20", seed=1)
     set_flat_weights(fresh, get_flat_weights(model))
-    for (k, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+    for (k, a), b in zip(model.state_dict().items(), fresh.state_dict().values(), strict=True):
         assert a.dtype == b.dtype and torch.equal(a, b), k
 
 

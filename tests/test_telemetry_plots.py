@@ -9,7 +9,12 @@ import pytest
 
 from fl_r2sp.telemetry.gantt import client_order, default_window
 from fl_r2sp.telemetry.plots import (
-    plot_accuracies, plot_accuracy, plot_gantt, plot_gap_cdf, plot_trace, write_run_plots,
+    plot_accuracies,
+    plot_accuracy,
+    plot_gantt,
+    plot_gap_cdf,
+    plot_trace,
+    write_run_plots,
 )
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -25,8 +30,18 @@ def _cyclic_jobs(n_clients: int = 4, n_rounds: int = 10, cycle: float = 10.0) ->
     for c in range(n_clients):
         for k in range(n_rounds):
             t = k * cycle + 0.2 * c
-            row = dict(cid=c, job=k, tag=k, group=c % 2, dispatch=t, pull_end=t + 1,
-                       train_end=t + 5, delay=0.5, push_start=t + 5.5, push_end=t + 6.5)
+            row = dict(
+                cid=c,
+                job=k,
+                tag=k,
+                group=c % 2,
+                dispatch=t,
+                pull_end=t + 1,
+                train_end=t + 5,
+                delay=0.5,
+                push_start=t + 5.5,
+                push_end=t + 6.5,
+            )
             if k < n_rounds - 1:
                 row["wait_end"] = t + cycle
             jobs.append(row)
@@ -45,8 +60,14 @@ def test_default_window_is_three_cycles_in_the_middle() -> None:
 
 
 def test_client_order_groups_first() -> None:
-    jobs = [dict(cid=3, group=1), dict(cid=0, group=0), dict(cid=1, group=1),
-            dict(cid=2, group=0), dict(cid=9, group=None), dict(cid="4", group="")]
+    jobs = [
+        dict(cid=3, group=1),
+        dict(cid=0, group=0),
+        dict(cid=1, group=1),
+        dict(cid=2, group=0),
+        dict(cid=9, group=None),
+        dict(cid="4", group=""),
+    ]
     assert [c for _, c in client_order(jobs)] == [0, 2, 1, 3, "4", 9]
 
 
@@ -80,8 +101,10 @@ def test_plots_refuse_empty_data(tmp_path: Path) -> None:
 
 def test_write_run_plots_full_and_sparse(tmp_path: Path) -> None:
     jobs = _cyclic_jobs()
-    records = [{"kind": "group_apply", "time": t, "t_apply": t, "group": int(t) % 2}
-               for t in np.arange(7.0, 90.0, 5.0)]
+    records = [
+        {"kind": "group_apply", "time": t, "t_apply": t, "group": int(t) % 2}
+        for t in np.arange(7.0, 90.0, 5.0)
+    ]
     records.append({"kind": "eval", "time": 50.0, "version": 3, "accuracy": 0.5})
     t = np.arange(100) * 0.1
     traces = {"server-egress": (t, np.ones(100)), "server-ingress": (t, np.ones(100))}

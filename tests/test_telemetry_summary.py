@@ -10,29 +10,78 @@ import pytest
 
 from fl_r2sp.telemetry.eventlog import EventLog
 from fl_r2sp.telemetry.summary import (
-    apply_times, format_summary, inter_update_gaps, summarize_groups, summarize_jobs,
-    summarize_run, trace_stats,
+    apply_times,
+    format_summary,
+    inter_update_gaps,
+    summarize_groups,
+    summarize_jobs,
+    summarize_run,
+    trace_stats,
 )
 
 # pull 1/2/3, train 2/3/1, push 0.5/1/2, delay 0.5/0/1, wait 2/4, cycle 6/10.
 JOBS = [
-    dict(cid=0, job=0, tag=0, group=0, dispatch=0.0, pull_end=1.0, train_end=3.0, delay=0.5,
-         push_start=3.5, push_end=4.0, wait_end=6.0, straggler=False, cosine=0.9),
-    dict(cid=1, job=0, tag=0, group=1, dispatch=0.0, pull_end=2.0, train_end=5.0, delay=0.0,
-         push_start=5.0, push_end=6.0, wait_end=10.0, straggler=True),
-    dict(cid=0, job=1, tag=1, group=0, dispatch=6.0, pull_end=9.0, train_end=10.0, delay=1.0,
-         push_start=11.0, push_end=13.0),
+    dict(
+        cid=0,
+        job=0,
+        tag=0,
+        group=0,
+        dispatch=0.0,
+        pull_end=1.0,
+        train_end=3.0,
+        delay=0.5,
+        push_start=3.5,
+        push_end=4.0,
+        wait_end=6.0,
+        straggler=False,
+        cosine=0.9,
+    ),
+    dict(
+        cid=1,
+        job=0,
+        tag=0,
+        group=1,
+        dispatch=0.0,
+        pull_end=2.0,
+        train_end=5.0,
+        delay=0.0,
+        push_start=5.0,
+        push_end=6.0,
+        wait_end=10.0,
+        straggler=True,
+    ),
+    dict(
+        cid=0,
+        job=1,
+        tag=1,
+        group=0,
+        dispatch=6.0,
+        pull_end=9.0,
+        train_end=10.0,
+        delay=1.0,
+        push_start=11.0,
+        push_end=13.0,
+    ),
     dict(cid=1, job=1, tag=1, group=1, dispatch=10.0, failed="ttl expired"),
 ]
 
 RECORDS = [
-    dict(time=4.0, kind="group_collect", group=0, round=0, t_release=0.0, t_collect=4.0,
-         round_time=4.0),
-    dict(time=4.0, kind="group_apply", group=0, round=0, t_apply=4.0, turn_wait=0.0, T=4.0,
-         gap=2.0),
+    dict(
+        time=4.0,
+        kind="group_collect",
+        group=0,
+        round=0,
+        t_release=0.0,
+        t_collect=4.0,
+        round_time=4.0,
+    ),
+    dict(
+        time=4.0, kind="group_apply", group=0, round=0, t_apply=4.0, turn_wait=0.0, T=4.0, gap=2.0
+    ),
     dict(time=6.0, kind="group_collect", group=1, round=0, t_release=0.0, t_collect=6.0),
-    dict(time=7.0, kind="group_apply", group=1, round=0, t_apply=7.0, turn_wait=1.0, T=4.2,
-         gap=2.1),
+    dict(
+        time=7.0, kind="group_apply", group=1, round=0, t_apply=7.0, turn_wait=1.0, T=4.2, gap=2.1
+    ),
     dict(time=8.0, kind="eval", version=2, loss=1.0, accuracy=0.4, wall=0.1),
     dict(time=10.0, kind="group_apply", group=0, round=1, t_apply=10.0, turn_wait=0.5, T=4.5),
     dict(time=13.0, kind="group_apply", group=1, round=1, t_apply=13.0, turn_wait=0.5, T=4.6),
@@ -112,15 +161,19 @@ def test_apply_times_fall_back_to_accepted_arrivals() -> None:
 
 def test_apply_times_of_fedbuff_and_asp_records() -> None:
     fedbuff = [{"kind": "client_update", "t": t, "version": 0} for t in (1.0, 2.0)]
-    fedbuff += [{"kind": "buffer_apply", "t": 2.0, "version": 1},
-                {"kind": "client_update", "t": 3.0, "version": 1},
-                {"kind": "buffer_apply", "t": 5.0, "version": 2}]
+    fedbuff += [
+        {"kind": "buffer_apply", "t": 2.0, "version": 1},
+        {"kind": "client_update", "t": 3.0, "version": 1},
+        {"kind": "buffer_apply", "t": 5.0, "version": 2},
+    ]
     times, source = apply_times([], fedbuff)
     assert source == "buffer_apply"
     np.testing.assert_allclose(times, [2.0, 5.0])
     # ASP logs the version after mixing: each rise is one global update.
-    asp = [{"kind": "client_update", "time": t, "version": v}
-           for t, v in ((1.0, 1), (1.5, 2), (2.5, 3), (4.0, 4))]
+    asp = [
+        {"kind": "client_update", "time": t, "version": v}
+        for t, v in ((1.0, 1), (1.5, 2), (2.5, 3), (4.0, 4))
+    ]
     asp.append({"kind": "client_update", "time": 4.5})  # no version: ignored
     times, source = apply_times([], asp)
     assert source == "client_update"
@@ -172,8 +225,12 @@ def test_run_summary_without_groups_uses_client_cycle() -> None:
 
 def test_format_summary_prints_headlines_and_policy_keys() -> None:
     s = summarize_run(JOBS, RECORDS, None)
-    s.update(strategy="fl-r2sp", policy_num_blacklisted=1, policy_blacklist_precision=1.0,
-             policy_blacklist_recall=None)
+    s.update(
+        strategy="fl-r2sp",
+        policy_num_blacklisted=1,
+        policy_blacklist_precision=1.0,
+        policy_blacklist_recall=None,
+    )
     text = format_summary(s)
     assert "final accuracy" in text and "0.6000" in text
     assert "avg pull" in text and "2.0000 s" in text

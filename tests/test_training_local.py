@@ -40,7 +40,8 @@ def batch_loss(model: torch.nn.Module, x: np.ndarray, y: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize(
-    ("name", "lr"), [("mlp", 0.1), ("cnn", 0.05), ("cnn-fedavg", 0.02), ("resnet20", 0.05), ("lstm", 0.3)]
+    ("name", "lr"),
+    [("mlp", 0.1), ("cnn", 0.05), ("cnn-fedavg", 0.02), ("resnet20", 0.05), ("lstm", 0.3)],
 )
 def test_twenty_iterations_lower_the_loss_on_a_fixed_batch(name: str, lr: float) -> None:
     x, y = learnable(name, 32)
@@ -56,7 +57,9 @@ def test_twenty_iterations_lower_the_loss_on_a_fixed_batch(name: str, lr: float)
 def _train(seed: int, augment: bool = False) -> np.ndarray:
     x, y = learnable("cnn", 40)
     model = build_model("cnn", seed=0)
-    train_local(model, x, y, iterations=4, batch_size=16, lr=0.05, momentum=0.9, seed=seed, augment=augment)
+    train_local(
+        model, x, y, iterations=4, batch_size=16, lr=0.05, momentum=0.9, seed=seed, augment=augment
+    )
     return get_flat_weights(model)
 
 
