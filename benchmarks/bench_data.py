@@ -57,26 +57,33 @@ def bench(name: str, data_dir: Path, repeats: int) -> str:
         start = time.perf_counter()
         make_partition("paper", labels, None, 32, seed=0)
         part_ms = (time.perf_counter() - start) * 1e3
-        return (f"{name:<10} {n_train:>7} {n_test:>6} {cold:>8.2f} {cached:>8.3f} "
-                f"{cold / cached:>7.1f}x {_dir_mb(cache):>8.1f} {part_ms:>9.1f}")
+        return (
+            f"{name:<10} {n_train:>7} {n_test:>6} {cold:>8.2f} {cached:>8.3f} "
+            f"{cold / cached:>7.1f}x {_dir_mb(cache):>8.1f} {part_ms:>9.1f}"
+        )
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="data directory (default: fl_r2sp.datasets.resolve_data_dir's)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="data directory (default: fl_r2sp.datasets.resolve_data_dir's)",
+    )
     parser.add_argument("--datasets", nargs="+", default=["digits", "cifar10", "kws", "kws-audio"])
     parser.add_argument("--repeats", type=int, default=3, help="cached loads to time (best of)")
     args = parser.parse_args()
     data_dir = args.data_dir or resolve_data_dir(None)
     import torch  # noqa: F401  (import cost kept out of the kws-audio cold time)
 
-    print(f"data dir: {data_dir}   cpus: {os.cpu_count()}   "
-          f"load avg: {os.getloadavg()[0]:.1f}")
-    print(f"{'dataset':<10} {'train':>7} {'test':>6} {'cold s':>8} {'cached s':>8} "
-          f"{'ratio':>8} {'cache MB':>8} {'part. ms':>9}")
+    print(f"data dir: {data_dir}   cpus: {os.cpu_count()}   load avg: {os.getloadavg()[0]:.1f}")
+    print(
+        f"{'dataset':<10} {'train':>7} {'test':>6} {'cold s':>8} {'cached s':>8} "
+        f"{'ratio':>8} {'cache MB':>8} {'part. ms':>9}"
+    )
     for name in args.datasets:
         print(bench(name, data_dir, args.repeats), flush=True)
 

@@ -31,19 +31,34 @@ def main(argv=None) -> None:
     for c in FRACTIONS:
         for seed in args.seeds:
             for strategy in ("bsp", "fl-r2sp"):
-                s = timing(args, seed, strategy, model, network="paper-ec2", **diff_of(c))["summary"]
-                t_rows.append(dict(strategy=strategy, fraction=c, seed=seed,
-                                   **{k: s.get(k) for k in T_METRICS}))
+                s = timing(args, seed, strategy, model, network="paper-ec2", **diff_of(c))[
+                    "summary"
+                ]
+                t_rows.append(
+                    dict(
+                        strategy=strategy, fraction=c, seed=seed, **{k: s.get(k) for k in T_METRICS}
+                    )
+                )
     tmodel = models(args, "training")[0]
     # C = 0.75 last: that run is shared with Fig. 15 and likely cached by then.
     for c in sorted(FRACTIONS, key=lambda f: f == DEFAULT_C):
         for seed in args.seeds:
             rec = training(args, seed, "fl-r2sp", tmodel, **diff_of(c))
             if rec is not None:  # None: not cached under --skip-training
-                a_rows.append(dict(strategy="fl-r2sp", fraction=c, seed=seed,
-                                   **{k: rec["summary"].get(k) for k in A_METRICS}))
-    finish(args, t_rows + a_rows, aggregate(t_rows, ("strategy", "fraction"), T_METRICS),
-           {"accuracy": aggregate(a_rows, ("strategy", "fraction"), A_METRICS)})
+                a_rows.append(
+                    dict(
+                        strategy="fl-r2sp",
+                        fraction=c,
+                        seed=seed,
+                        **{k: rec["summary"].get(k) for k in A_METRICS},
+                    )
+                )
+    finish(
+        args,
+        t_rows + a_rows,
+        aggregate(t_rows, ("strategy", "fraction"), T_METRICS),
+        {"accuracy": aggregate(a_rows, ("strategy", "fraction"), A_METRICS)},
+    )
 
 
 if __name__ == "__main__":

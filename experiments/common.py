@@ -62,20 +62,34 @@ class Args:
 
 
 def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) -> Args:
-    """Parse ``--scale``, ``--seeds`` and ``--out`` (defaults: laptop, 0,1,2, experiments/results)."""
-    parser = argparse.ArgumentParser(prog=f"python -m experiments.{item}", description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Parse ``--scale``, ``--seeds``, ``--out`` (defaults: laptop, 0,1,2, experiments/results)."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m experiments.{item}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--scale", choices=SCALES, default="laptop")
-    parser.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)),
-                        help="comma-separated seeds (default: 0,1,2)")
+    parser.add_argument(
+        "--seeds",
+        default=",".join(map(str, DEFAULT_SEEDS)),
+        help="comma-separated seeds (default: 0,1,2)",
+    )
     parser.add_argument("--out", default="experiments/results", help="results root")
-    parser.add_argument("--models", default="",
-                        help="comma-separated subset of the scale's models (default: all)")
-    parser.add_argument("--skip-training", action="store_true",
-                        help="start no real-training run: use the cached ones, leave out the rest")
-    parser.add_argument("--reuse-runs", choices=provenance.REUSE_MODES, default=None,
-                        help="current: only runs of the current code (default, or "
-                             f"${provenance.REUSE_ENV}); any: else the newest of any code")
+    parser.add_argument(
+        "--models", default="", help="comma-separated subset of the scale's models (default: all)"
+    )
+    parser.add_argument(
+        "--skip-training",
+        action="store_true",
+        help="start no real-training run: use the cached ones, leave out the rest",
+    )
+    parser.add_argument(
+        "--reuse-runs",
+        choices=provenance.REUSE_MODES,
+        default=None,
+        help="current: only runs of the current code (default, or "
+        f"${provenance.REUSE_ENV}); any: else the newest of any code",
+    )
     ns = parser.parse_args(argv)
     try:
         seeds = tuple(int(s) for s in ns.seeds.split(",") if s.strip())
@@ -84,8 +98,15 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
     if not seeds:
         parser.error("--seeds needs at least one seed")
     only = tuple(m for m in ns.models.split(",") if m.strip())
-    return Args(item, ns.scale, seeds, Path(ns.out), only, ns.skip_training,
-                provenance.reuse_mode(ns.reuse_runs))
+    return Args(
+        item,
+        ns.scale,
+        seeds,
+        Path(ns.out),
+        only,
+        ns.skip_training,
+        provenance.reuse_mode(ns.reuse_runs),
+    )
 
 
 def say(msg: str) -> None:
@@ -110,8 +131,9 @@ def models(args: Args, family: str) -> tuple[str, ...]:
     return tuple(m for m in known if not args.only_models or m in args.only_models)
 
 
-def round_units(strategy: str, num_clients: int, groups: int, fraction: float,
-                buffer_size: int = 10) -> int:
+def round_units(
+    strategy: str, num_clients: int, groups: int, fraction: float, buffer_size: int = 10
+) -> int:
     """Global updates per BSP-round equivalent (ceil(C x N) collected client updates).
 
     BSP and FL-R²SP: M group applications (BSP: M = 1). ASP/FedAsync: one
@@ -198,8 +220,9 @@ def rekey_runs(out: Path) -> int:
     return moved
 
 
-def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool = False,
-               **diff: Any) -> dict[str, Any] | None:
+def cached_run(
+    args: Args, family: str, label: str, seed: int, cached_only: bool = False, **diff: Any
+) -> dict[str, Any] | None:
     """Run (or load) one configuration; return its record.
 
     The record is ``{"label", "key", "config", "summary", "history"}``; the
@@ -219,29 +242,47 @@ def cached_run(args: Args, family: str, label: str, seed: int, cached_only: bool
     if found is not None:
         rec = json.loads(found.read_text())
         provenance.note_used(rec)
-        say(f"{args.item}: {label} seed {seed}: cached ({found.name}, code "
-            f"{rec.get('code_version', provenance.UNVERSIONED)})")
+        say(
+            f"{args.item}: {label} seed {seed}: cached ({found.name}, code "
+            f"{rec.get('code_version', provenance.UNVERSIONED)})"
+        )
         return rec
     if cached_only:
         return None
     from fl_r2sp.server.runner import run
 
-    say(f"{args.item}: {label} seed {seed}: running ({cfg.strategy}, {cfg.model}, "
-        f"N={cfg.num_partitions}, M={cfg.groups}, max_updates={cfg.max_updates})")
+    say(
+        f"{args.item}: {label} seed {seed}: running ({cfg.strategy}, {cfg.model}, "
+        f"N={cfg.num_partitions}, M={cfg.groups}, max_updates={cfg.max_updates})"
+    )
     started = time.perf_counter()
     out = run(cfg.replace(run_dir=str(runs)), write=False, progress=False)
     runs.mkdir(parents=True, exist_ok=True)
     # Side files first, each whole by a rename; the record (the completion marker) last.
-    for suffix, rows in ((".jobs.json.gz", out.events.jobs), (".records.json.gz", out.events.records)):
-        atomic_write_bytes(path.with_suffix(suffix),
-                           gzip.compress(json.dumps(rows, default=_plain).encode()))
+    for suffix, rows in (
+        (".jobs.json.gz", out.events.jobs),
+        (".records.json.gz", out.events.records),
+    ):
+        atomic_write_bytes(
+            path.with_suffix(suffix), gzip.compress(json.dumps(rows, default=_plain).encode())
+        )
     traces = io.BytesIO()
-    np.savez_compressed(traces, **{f"{k}__{i}": a for k, pair in out.traces.items()
-                                   for i, a in enumerate(pair)})
+    np.savez_compressed(
+        traces, **{f"{k}__{i}": a for k, pair in out.traces.items() for i, a in enumerate(pair)}
+    )
     atomic_write_bytes(path.with_suffix(".traces.npz"), traces.getvalue())
-    rec = provenance.stamp({"label": label, "key": key, "seed": seed,
-                            "config": cfg.to_run_config(), "summary": out.summary,
-                            "history": out.history}, ckey, time.perf_counter() - started)
+    rec = provenance.stamp(
+        {
+            "label": label,
+            "key": key,
+            "seed": seed,
+            "config": cfg.to_run_config(),
+            "summary": out.summary,
+            "history": out.history,
+        },
+        ckey,
+        time.perf_counter() - started,
+    )
     provenance.note_used(rec)
     # Atomic: an interrupted run leaves no half-written result, and no record without its files.
     atomic_write_bytes(path, json.dumps(rec, default=_plain).encode())
@@ -287,8 +328,9 @@ def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None
     return float(np.mean(xs)), float(np.std(xs, ddof=1)) if len(xs) > 1 else 0.0, len(xs)
 
 
-def aggregate(rows: Sequence[Mapping[str, Any]], by: Sequence[str],
-              metrics: Sequence[str]) -> list[dict[str, Any]]:
+def aggregate(
+    rows: Sequence[Mapping[str, Any]], by: Sequence[str], metrics: Sequence[str]
+) -> list[dict[str, Any]]:
     """Group ``rows`` by the ``by`` columns; add ``<m>_mean``, ``<m>_std`` and ``n`` (rows).
 
     Means and stds are over the rows where the metric is known (not None).
@@ -298,7 +340,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]], by: Sequence[str],
         groups.setdefault(tuple(row[k] for k in by), []).append(row)
     out = []
     for key, members in groups.items():
-        agg: dict[str, Any] = dict(zip(by, key), n=len(members))
+        agg: dict[str, Any] = dict(zip(by, key, strict=True), n=len(members))
         for m in metrics:
             agg[f"{m}_mean"], agg[f"{m}_std"], _ = mean_std(r.get(m) for r in members)
         out.append(agg)
@@ -332,14 +374,25 @@ def write_json(path: Path, obj: Any) -> Path:
     return path
 
 
-def finish(args: Args, rows: Sequence[Mapping[str, Any]], table: Sequence[Mapping[str, Any]],
-           extra: Mapping[str, Any] | None = None) -> None:
+def finish(
+    args: Args,
+    rows: Sequence[Mapping[str, Any]],
+    table: Sequence[Mapping[str, Any]],
+    extra: Mapping[str, Any] | None = None,
+) -> None:
     """Write ``runs.csv`` (one row per run), ``summary.csv`` and ``summary.json``."""
     write_csv(args.item_dir / "runs.csv", rows)
     write_csv(args.item_dir / "summary.csv", table)
-    write_json(args.item_dir / "summary.json", {"item": args.item, "scale": args.scale,
-                                                "seeds": list(args.seeds), "table": table,
-                                                **(extra or {})})
+    write_json(
+        args.item_dir / "summary.json",
+        {
+            "item": args.item,
+            "scale": args.scale,
+            "seeds": list(args.seeds),
+            "table": table,
+            **(extra or {}),
+        },
+    )
     provenance.write_provenance(args.item_dir)  # kept apart: summary.json stays code-independent
     say(f"{args.item}: wrote {args.item_dir}/summary.csv")
     for row in table:

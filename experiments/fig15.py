@@ -65,10 +65,13 @@ def plot(args, model: str, histories: dict[str, list[list[dict]]]) -> None:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no seed running
             mean, lo, hi = (f(curves, axis=0) for f in (np.nanmean, np.nanmin, np.nanmax))
-        line, = ax.plot(grid, mean, linewidth=1.2, label=f"{name} ({len(runs)} seeds)")
+        (line,) = ax.plot(grid, mean, linewidth=1.2, label=f"{name} ({len(runs)} seeds)")
         ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-    ax.set(xlabel="virtual time (s)", ylabel="test accuracy",
-           title=f"test accuracy, {model}: mean over seeds {list(args.seeds)}, band min..max")
+    ax.set(
+        xlabel="virtual time (s)",
+        ylabel="test accuracy",
+        title=f"test accuracy, {model}: mean over seeds {list(args.seeds)}, band min..max",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     path = args.item_dir / f"accuracy-{model}.png"
@@ -84,8 +87,14 @@ def filter_loss(table: list[dict]) -> list[dict]:
         off = index.get((model, f"{scheme}-nofilter"))
         if off and r["final_accuracy_mean"] is not None and off["final_accuracy_mean"] is not None:
             pts = r["final_accuracy_mean"] - off["final_accuracy_mean"]
-            out.append(dict(model=model, scheme=scheme, loss_points=pts,
-                            loss_relative=pts / r["final_accuracy_mean"]))
+            out.append(
+                dict(
+                    model=model,
+                    scheme=scheme,
+                    loss_points=pts,
+                    loss_relative=pts / r["final_accuracy_mean"],
+                )
+            )
     return out
 
 
@@ -100,8 +109,14 @@ def main(argv=None) -> None:
                 rec = scheme_run(args, seed, model, name)
                 if rec is None:  # not cached under --skip-training
                     continue
-                rows.append(dict(model=model, scheme=name, seed=seed,
-                                 **{k: rec["summary"].get(k) for k in METRICS}))
+                rows.append(
+                    dict(
+                        model=model,
+                        scheme=name,
+                        seed=seed,
+                        **{k: rec["summary"].get(k) for k in METRICS},
+                    )
+                )
                 histories.setdefault(name, []).append(rec["history"])
         if histories:  # empty when --skip-training found nothing cached
             plot(args, model, {k: histories[k] for k in SCHEMES if k in histories})

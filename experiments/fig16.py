@@ -25,8 +25,13 @@ def gantt(args, rec: dict, name: str) -> None:
     width = 3 * (s.get("avg_cycle_s") or s["avg_round_s"])
     start = max(0.0, s["virtual_time_s"] / 2 - width / 2)
     path = args.item_dir / f"gantt-{name}.png"
-    plot_gantt(load_jobs(args, rec), path, start, start + width,
-               title=f"{name}: t = {start:.0f}..{start + width:.0f} s")
+    plot_gantt(
+        load_jobs(args, rec),
+        path,
+        start,
+        start + width,
+        title=f"{name}: t = {start:.0f}..{start + width:.0f} s",
+    )
     say(f"fig16: wrote {path}")
 
 
@@ -38,8 +43,14 @@ def main(argv=None) -> None:
         for seed in args.seeds:
             for strategy in STRATEGIES:
                 rec = timing(args, seed, strategy, model, network=network)
-                rows.append(dict(strategy=strategy, discipline=disc, seed=seed,
-                                 **{k: rec["summary"].get(k) for k in PHASES}))
+                rows.append(
+                    dict(
+                        strategy=strategy,
+                        discipline=disc,
+                        seed=seed,
+                        **{k: rec["summary"].get(k) for k in PHASES},
+                    )
+                )
                 if seed == args.seeds[0]:
                     gantt(args, rec, f"{strategy}-{disc}")
     finish(args, rows, aggregate(rows, ("strategy", "discipline"), PHASES))

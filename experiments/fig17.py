@@ -47,8 +47,9 @@ def plot(args, model: str, disc: str, egress: dict, skip: int) -> None:
         for name, (_, nbytes) in egress.items():
             rate = rebin(nbytes[skip:], width) / 1e6
             t0 = skip * ENGINE_BIN
-            ax.step(t0 + width * np.arange(len(rate)), rate, where="post", linewidth=0.8,
-                    label=name)
+            ax.step(
+                t0 + width * np.arange(len(rate)), rate, where="post", linewidth=0.8, label=name
+            )
         ax.set(ylabel="MB/s", title=f"{width:g} s bins")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

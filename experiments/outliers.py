@@ -26,17 +26,30 @@ from experiments.fig15 import scheme_run
 from experiments.runs import training
 
 #: name -> differences of the no-outlier runs (FL-R²SP, filter on).
-CLEAN = {"alpha10": dict(outlier_fraction=0.0, alpha=10.0),
-         "alpha0.3": dict(outlier_fraction=0.0, alpha=0.3)}
-METRICS = ("precision", "recall", "num_blacklisted", "false_positive_rate", "final_accuracy",
-           "median_cosine_outlier", "median_cosine_regular", "rounds_outliers_higher")
+CLEAN = {
+    "alpha10": dict(outlier_fraction=0.0, alpha=10.0),
+    "alpha0.3": dict(outlier_fraction=0.0, alpha=0.3),
+}
+METRICS = (
+    "precision",
+    "recall",
+    "num_blacklisted",
+    "false_positive_rate",
+    "final_accuracy",
+    "median_cosine_outlier",
+    "median_cosine_regular",
+    "rounds_outliers_higher",
+)
 
 
 def cosine_diagnostic(args, rec: dict) -> dict:
     """Median cosines of outliers and regular clients, and rounds the outliers score higher."""
     outliers = set(rec["summary"].get("policy_known_outliers") or [])
-    rows = [r for r in load_jobs(args, rec, "records")
-            if r["kind"] == "client_score" and not r.get("straggler")]
+    rows = [
+        r
+        for r in load_jobs(args, rec, "records")
+        if r["kind"] == "client_score" and not r.get("straggler")
+    ]
     out = [r["cosine"] for r in rows if r["cid"] in outliers]
     reg = [r["cosine"] for r in rows if r["cid"] not in outliers]
     higher = []
@@ -45,19 +58,26 @@ def cosine_diagnostic(args, rec: dict) -> dict:
         g = [r["cosine"] for r in rows if r["round"] == rnd and r["cid"] not in outliers]
         if o and g:
             higher.append(float(np.median(o) > np.median(g)))
-    return dict(median_cosine_outlier=float(np.median(out)) if out else None,
-                median_cosine_regular=float(np.median(reg)) if reg else None,
-                rounds_outliers_higher=float(np.mean(higher)) if higher else None)
+    return dict(
+        median_cosine_outlier=float(np.median(out)) if out else None,
+        median_cosine_regular=float(np.median(reg)) if reg else None,
+        rounds_outliers_higher=float(np.mean(higher)) if higher else None,
+    )
 
 
 def row(model: str, case: str, seed: int, summary: dict, n: int) -> dict:
     caught = summary.get("policy_num_blacklisted") or 0
     clean = case in CLEAN
-    return dict(model=model, case=case, seed=seed,
-                precision=None if clean else summary.get("policy_blacklist_precision"),
-                recall=None if clean else summary.get("policy_blacklist_recall"),
-                num_blacklisted=caught, false_positive_rate=caught / n if clean else None,
-                final_accuracy=summary.get("final_accuracy"))
+    return dict(
+        model=model,
+        case=case,
+        seed=seed,
+        precision=None if clean else summary.get("policy_blacklist_precision"),
+        recall=None if clean else summary.get("policy_blacklist_recall"),
+        num_blacklisted=caught,
+        false_positive_rate=caught / n if clean else None,
+        final_accuracy=summary.get("final_accuracy"),
+    )
 
 
 def main(argv=None) -> None:
@@ -67,12 +87,16 @@ def main(argv=None) -> None:
     for model in models(args, "training")[:1]:  # the first model only: the filter is model-agnostic
         for seed in args.seeds:
             # Own runs first: the shared Fig. 15 runs are likely cached by then.
-            runs = {case: training(args, seed, "fl-r2sp", model, **diff)
-                    for case, diff in CLEAN.items()}
+            runs = {
+                case: training(args, seed, "fl-r2sp", model, **diff) for case, diff in CLEAN.items()
+            }
             runs.update({s: scheme_run(args, seed, model, s) for s in ("fl-r2sp", "bsp")})
             # None: not cached under --skip-training.
-            rows += [{**row(model, case, seed, rec["summary"], n), **cosine_diagnostic(args, rec)}
-                     for case, rec in runs.items() if rec]
+            rows += [
+                {**row(model, case, seed, rec["summary"], n), **cosine_diagnostic(args, rec)}
+                for case, rec in runs.items()
+                if rec
+            ]
     finish(args, rows, aggregate(rows, ("model", "case"), METRICS))
 
 

@@ -18,22 +18,52 @@ TABLE2 = {
 
 #: Table IV: average per-round time and convergence time.
 TABLE4 = {
-    "cnn": {"bsp_round_s": 10.69, "flr2sp_round_s": 8.31, "bsp_conv_s": 4098.81,
-            "flr2sp_conv_s": 3181.55, "improvement": 0.224},
-    "lstm": {"bsp_round_s": 9.41, "flr2sp_round_s": 8.17, "bsp_conv_s": 2695.38,
-             "flr2sp_conv_s": 2319.89, "improvement": 0.139},
-    "resnet20": {"bsp_round_s": 44.90, "flr2sp_round_s": 36.75, "bsp_conv_s": 9172.85,
-                 "flr2sp_conv_s": 8158.34, "improvement": 0.111},
+    "cnn": {
+        "bsp_round_s": 10.69,
+        "flr2sp_round_s": 8.31,
+        "bsp_conv_s": 4098.81,
+        "flr2sp_conv_s": 3181.55,
+        "improvement": 0.224,
+    },
+    "lstm": {
+        "bsp_round_s": 9.41,
+        "flr2sp_round_s": 8.17,
+        "bsp_conv_s": 2695.38,
+        "flr2sp_conv_s": 2319.89,
+        "improvement": 0.139,
+    },
+    "resnet20": {
+        "bsp_round_s": 44.90,
+        "flr2sp_round_s": 36.75,
+        "bsp_conv_s": 9172.85,
+        "flr2sp_conv_s": 8158.34,
+        "improvement": 0.111,
+    },
 }
 
 #: Table V: average push / pull time per round and the (push + pull) reduction.
 TABLE5 = {
-    "cnn": {"bsp_push_s": 0.38, "bsp_pull_s": 2.73, "flr2sp_push_s": 0.34,
-            "flr2sp_pull_s": 0.38, "speedup": 0.765},
-    "lstm": {"bsp_push_s": 0.36, "bsp_pull_s": 2.12, "flr2sp_push_s": 0.34,
-             "flr2sp_pull_s": 0.36, "speedup": 0.717},
-    "resnet20": {"bsp_push_s": 1.19, "bsp_pull_s": 13.28, "flr2sp_push_s": 0.47,
-                 "flr2sp_pull_s": 1.50, "speedup": 0.863},
+    "cnn": {
+        "bsp_push_s": 0.38,
+        "bsp_pull_s": 2.73,
+        "flr2sp_push_s": 0.34,
+        "flr2sp_pull_s": 0.38,
+        "speedup": 0.765,
+    },
+    "lstm": {
+        "bsp_push_s": 0.36,
+        "bsp_pull_s": 2.12,
+        "flr2sp_push_s": 0.34,
+        "flr2sp_pull_s": 0.36,
+        "speedup": 0.717,
+    },
+    "resnet20": {
+        "bsp_push_s": 1.19,
+        "bsp_pull_s": 13.28,
+        "flr2sp_push_s": 0.47,
+        "flr2sp_pull_s": 1.50,
+        "speedup": 0.863,
+    },
 }
 
 #: Fig. 17: BSP peak server egress over FL-R²SP's (ResNet20 only).
@@ -47,22 +77,22 @@ FIG15_FILTER_LOSS = 0.10
 
 CLAIMS = {
     "table2": "BSP communication is slowed down 34.0x / 14.3x / 15.2x by contention "
-              "(CNN / LSTM / ResNet20, 128 clients vs 1).",
+    "(CNN / LSTM / ResNet20, 128 clients vs 1).",
     "table4": "FL-R²SP cuts convergence time by 22.4% / 13.9% / 11.1%; per-round time by "
-              "22.3% / 13.2% / 18.2%.",
+    "22.3% / 13.2% / 18.2%.",
     "table5": "Communication time (push + pull) cut by 76.5% / 71.7% / 86.3%; BSP pull up to "
-              "10x its push.",
+    "10x its push.",
     "fig15": "FL-R²SP is comparable to BSP; without the outlier filter both lose around 10% "
-             "accuracy; ASP suffers severe degradation.",
+    "accuracy; ASP suffers severe degradation.",
     "fig16": "Groups aggregate in an evenly gapped round-robin; the pull phase is much smaller "
-             "under FL-R²SP (rounds 100-102).",
+    "under FL-R²SP (rounds 100-102).",
     "fig17": "BSP shows synchronized egress peaks; for ResNet20 its peak is about 3x FL-R²SP's.",
     "fig18": "Round time first decreases then increases with group size; 32 is best.",
     "c_sweep": "Impact of C is in the paper's appendix, which is not available: no numbers.",
     "outliers": "The paper gives no precision/recall; the rule is cos < 0.5 for 3 rounds.",
     "outliers_scoring": "Outliers (Dirichlet 0.1: one class over 97%) are caught by comparing "
-                        "each local update with the global update; the filter is "
-                        "indispensable (no precision/recall printed).",
+    "each local update with the global update; the filter is "
+    "indispensable (no precision/recall printed).",
 }
 
 #: Table II's setup, which differs from Table V's (paper §VI-B).

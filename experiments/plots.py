@@ -40,26 +40,38 @@ def _bars(ax, labels: list[str], series: dict[str, tuple[list, list]]) -> None:
     ax.legend(fontsize=8)
 
 
-def _ours_vs_paper(data: dict, path: Path, key: str, paper_table: dict, title: str,
-                   unit: str) -> None:
+def _ours_vs_paper(
+    data: dict, path: Path, key: str, paper_table: dict, title: str, unit: str
+) -> None:
     """Bars per model: ours (fair, fcfs; mean ± std of ``key``) beside the paper's."""
     rows = data["table"]
     labels = sorted({r["model"] for r in rows})
-    series = {f"ours ({d})": ([_pick(rows, m, d, f"{key}_mean") for m in labels],
-                              [_pick(rows, m, d, f"{key}_std") for m in labels])
-              for d in ("fair", "fcfs")}
+    series = {
+        f"ours ({d})": (
+            [_pick(rows, m, d, f"{key}_mean") for m in labels],
+            [_pick(rows, m, d, f"{key}_std") for m in labels],
+        )
+        for d in ("fair", "fcfs")
+    }
     series["paper"] = ([paper_table.get(m, {}).get(key) for m in labels], [0] * len(labels))
     _save(path, title, unit, labels, series)
 
 
 def table2(data: dict, path: Path) -> None:
-    _ours_vs_paper(data, path, "slowdown", paper.TABLE2,
-                   "Table II: slowdown 128 clients vs 1 (BSP)", "x")
+    _ours_vs_paper(
+        data, path, "slowdown", paper.TABLE2, "Table II: slowdown 128 clients vs 1 (BSP)", "x"
+    )
 
 
 def table5(data: dict, path: Path) -> None:
-    _ours_vs_paper(data, path, "speedup", paper.TABLE5,
-                   "Table V: communication time reduction, FL-R²SP vs BSP", "fraction")
+    _ours_vs_paper(
+        data,
+        path,
+        "speedup",
+        paper.TABLE5,
+        "Table V: communication time reduction, FL-R²SP vs BSP",
+        "fraction",
+    )
 
 
 def fig18(data: dict, path: Path) -> None:
@@ -70,18 +82,35 @@ def fig18(data: dict, path: Path) -> None:
     axes = np.atleast_1d(fig.subplots(1, len(model_names)))
     for ax, model in zip(axes, model_names, strict=True):
         for variant in dict.fromkeys(r.get("variant", "baseline") for r in rows):
-            mine = sorted((r for r in rows if r["model"] == model
-                           and r.get("variant", "baseline") == variant),
-                          key=lambda r: r["group_size"])
+            mine = sorted(
+                (
+                    r
+                    for r in rows
+                    if r["model"] == model and r.get("variant", "baseline") == variant
+                ),
+                key=lambda r: r["group_size"],
+            )
             g = [r["group_size"] for r in mine]
             cyc = [r["avg_cycle_s_mean"] for r in mine]
-            line = ax.errorbar(g, cyc, [r["avg_cycle_s_std"] for r in mine], marker="o",
-                               markersize=3, label=f"{variant}: client cycle")
+            line = ax.errorbar(
+                g,
+                cyc,
+                [r["avg_cycle_s_std"] for r in mine],
+                marker="o",
+                markersize=3,
+                label=f"{variant}: client cycle",
+            )
             best = int(np.argmin(cyc))
             ax.plot([g[best]], [cyc[best]], "*", markersize=12, color=line[0].get_color())
             if variant == "baseline":
-                ax.plot(g, [r["avg_round_s_mean"] for r in mine], "--", marker=".",
-                        color=line[0].get_color(), label="baseline: group round")
+                ax.plot(
+                    g,
+                    [r["avg_round_s_mean"] for r in mine],
+                    "--",
+                    marker=".",
+                    color=line[0].get_color(),
+                    label="baseline: group round",
+                )
         ax.set_xscale("log", base=2)
         ax.set(xlabel="group size", ylabel="virtual seconds", title=model)
         ax.grid(alpha=0.3)
@@ -94,12 +123,24 @@ def c_sweep(data: dict, path: Path) -> None:
     fig = Figure(figsize=(9, 3.5), layout="constrained")
     left, right = fig.subplots(1, 2)
     for strategy in ("bsp", "fl-r2sp"):
-        rows = sorted((r for r in data["table"] if r["strategy"] == strategy), key=lambda r: r["fraction"])
-        left.errorbar([r["fraction"] for r in rows], [r["avg_cycle_s_mean"] for r in rows],
-                      [r["avg_cycle_s_std"] for r in rows], marker="o", label=strategy)
+        rows = sorted(
+            (r for r in data["table"] if r["strategy"] == strategy), key=lambda r: r["fraction"]
+        )
+        left.errorbar(
+            [r["fraction"] for r in rows],
+            [r["avg_cycle_s_mean"] for r in rows],
+            [r["avg_cycle_s_std"] for r in rows],
+            marker="o",
+            label=strategy,
+        )
     acc = sorted(data.get("accuracy", []), key=lambda r: r["fraction"])
-    right.errorbar([r["fraction"] for r in acc], [r["final_accuracy_mean"] for r in acc],
-                   [r["final_accuracy_std"] for r in acc], marker="o", label="fl-r2sp")
+    right.errorbar(
+        [r["fraction"] for r in acc],
+        [r["final_accuracy_mean"] for r in acc],
+        [r["final_accuracy_std"] for r in acc],
+        marker="o",
+        label="fl-r2sp",
+    )
     left.set(xlabel="C", ylabel="client cycle (s)", title="round time vs C")
     right.set(xlabel="C", ylabel="final accuracy", title="accuracy vs C")
     for ax in (left, right):
@@ -112,8 +153,13 @@ def fig15(data: dict, path: Path) -> None:
     rows = data["table"]
     models = sorted({r["model"] for r in rows})
     schemes = list(dict.fromkeys(r["scheme"] for r in rows))
-    series = {m: ([_get(rows, m, s, "final_accuracy_mean") for s in schemes],
-                  [_get(rows, m, s, "final_accuracy_std") for s in schemes]) for m in models}
+    series = {
+        m: (
+            [_get(rows, m, s, "final_accuracy_mean") for s in schemes],
+            [_get(rows, m, s, "final_accuracy_std") for s in schemes],
+        )
+        for m in models
+    }
     _save(path, "Fig. 15: final test accuracy", "accuracy", schemes, series)
 
 
@@ -145,8 +191,10 @@ def outliers_scoring(data: dict, path: Path) -> None:
     for i, mode in enumerate(modes):
         for j, ref in enumerate(refs):
             ax = axes[i, j]
-            rows = sorted((r for r in per if (r["mode"], r["reference"]) == (mode, ref)),
-                          key=lambda r: r["round"])
+            rows = sorted(
+                (r for r in per if (r["mode"], r["reference"]) == (mode, ref)),
+                key=lambda r: r["round"],
+            )
             x = np.array([r["round"] for r in rows])
             for who in ("outlier", "regular"):
                 m = np.array([r[f"median_{who}_mean"] for r in rows], dtype=float)
@@ -165,7 +213,11 @@ def outliers_scoring(data: dict, path: Path) -> None:
 
 
 PLOTS: dict[str, Callable[[dict, Path], None]] = {
-    "table2": table2, "table5": table5, "fig15": fig15, "fig18": fig18, "c_sweep": c_sweep,
+    "table2": table2,
+    "table5": table5,
+    "fig15": fig15,
+    "fig18": fig18,
+    "c_sweep": c_sweep,
     "outliers_scoring": outliers_scoring,
 }
 

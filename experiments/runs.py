@@ -35,8 +35,15 @@ def timing(args: Args, seed: int, strategy: str, model: str, **diff: Any) -> dic
     ``rec["summary"]`` is the steady-state summary (see :func:`steady`); the
     whole run's is kept as ``rec["summary_all"]``.
     """
-    rec = cached_run(args, "timing", _label("t", strategy, model, diff), seed,
-                     strategy=strategy, model=model, **diff)
+    rec = cached_run(
+        args,
+        "timing",
+        _label("t", strategy, model, diff),
+        seed,
+        strategy=strategy,
+        model=model,
+        **diff,
+    )
     rec["summary_all"] = rec["summary"]
     rec["summary"], rec["warmup_s"] = steady(args, rec)
     return rec
@@ -52,8 +59,13 @@ def steady(args: Args, rec: dict[str, Any]) -> tuple[dict[str, Any], float]:
     from fl_r2sp.telemetry.summary import summarize_run
 
     cfg, whole = rec["config"], rec["summary"]
-    unit = round_units(cfg["strategy"], cfg["num-partitions"], whole.get("num_groups") or 1,
-                       cfg["fraction"], cfg["buffer-size"])
+    unit = round_units(
+        cfg["strategy"],
+        cfg["num-partitions"],
+        whole.get("num_groups") or 1,
+        cfg["fraction"],
+        cfg["buffer-size"],
+    )
     rounds = max(1.0, cfg["max-updates"] / unit)
     skip = whole["virtual_time_s"] * min(WARMUP_ROUNDS, rounds - 1) / rounds
     jobs = [j for j in load_jobs(args, rec) if (j.get("dispatch") or 0.0) >= skip]
@@ -70,16 +82,24 @@ def _rec_time(rec: dict[str, Any]) -> float:
     return 0.0
 
 
-def training(args: Args, seed: int, strategy: str, model: str, cached_only: bool = False,
-             **diff: Any) -> dict[str, Any] | None:
+def training(
+    args: Args, seed: int, strategy: str, model: str, cached_only: bool = False, **diff: Any
+) -> dict[str, Any] | None:
     """Real-training run of ``strategy`` on ``model`` (``diff``: other knobs).
 
     ``cached_only=True`` (default False), or ``--skip-training``, returns None
     instead of running.
     """
-    return cached_run(args, "training", _label("r", strategy, model, diff), seed,
-                      cached_only=cached_only or args.skip_training, strategy=strategy,
-                      model=model, **diff)
+    return cached_run(
+        args,
+        "training",
+        _label("r", strategy, model, diff),
+        seed,
+        cached_only=cached_only or args.skip_training,
+        strategy=strategy,
+        model=model,
+        **diff,
+    )
 
 
 def comm(summary: dict[str, Any]) -> float | None:

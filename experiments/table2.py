@@ -24,13 +24,23 @@ def main(argv=None) -> None:
         for disc, network in NETWORKS.items():
             for seed in args.seeds:
                 many = timing(args, seed, "bsp", model, network=network, **DIFF)["summary"]
-                alone = timing(args, seed, "bsp", model, network=network, num_partitions=1,
-                               **DIFF)["summary"]
-                rows.append(dict(model=model, discipline=disc, seed=seed,
-                                 contended_s=comm(many), alone_s=comm(alone),
-                                 slowdown=ratio(comm(many), comm(alone))))
+                alone = timing(args, seed, "bsp", model, network=network, num_partitions=1, **DIFF)[
+                    "summary"
+                ]
+                rows.append(
+                    dict(
+                        model=model,
+                        discipline=disc,
+                        seed=seed,
+                        contended_s=comm(many),
+                        alone_s=comm(alone),
+                        slowdown=ratio(comm(many), comm(alone)),
+                    )
+                )
     say("table2: aggregating")
-    finish(args, rows, aggregate(rows, ("model", "discipline"), ("contended_s", "alone_s", "slowdown")))
+    finish(
+        args, rows, aggregate(rows, ("model", "discipline"), ("contended_s", "alone_s", "slowdown"))
+    )
 
 
 if __name__ == "__main__":

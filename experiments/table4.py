@@ -23,10 +23,29 @@ from experiments.fig15 import scheme_run
 from experiments.runs import NETWORKS, ratio
 from experiments.table5 import pair
 
-ROUND_METRICS = ("bsp_round_s", "flr2sp_round_s", "bsp_cycle_s", "flr2sp_cycle_s", "round_reduction")
-CONV_METRICS = ("bsp_conv_s", "flr2sp_conv_s", "improvement", "bsp_round_s", "flr2sp_round_s",
-                "bsp_rounds", "flr2sp_rounds", "bsp_acc", "flr2sp_acc", "bsp_tta_s", "flr2sp_tta_s",
-                "tta_improvement", "bsp_converged", "flr2sp_converged")
+ROUND_METRICS = (
+    "bsp_round_s",
+    "flr2sp_round_s",
+    "bsp_cycle_s",
+    "flr2sp_cycle_s",
+    "round_reduction",
+)
+CONV_METRICS = (
+    "bsp_conv_s",
+    "flr2sp_conv_s",
+    "improvement",
+    "bsp_round_s",
+    "flr2sp_round_s",
+    "bsp_rounds",
+    "flr2sp_rounds",
+    "bsp_acc",
+    "flr2sp_acc",
+    "bsp_tta_s",
+    "flr2sp_tta_s",
+    "tta_improvement",
+    "bsp_converged",
+    "flr2sp_converged",
+)
 #: Time-to-accuracy target: this fraction of the lower of the two best accuracies.
 TTA_FRACTION = 0.9
 
@@ -38,10 +57,18 @@ def round_rows(args) -> list[dict]:
             for seed in args.seeds:
                 b, f = pair(args, seed, model, network).values()
                 red = ratio(f["avg_round_s"], b["avg_round_s"])
-                rows.append(dict(model=model, discipline=disc, seed=seed,
-                                 bsp_round_s=b["avg_round_s"], flr2sp_round_s=f["avg_round_s"],
-                                 bsp_cycle_s=b["avg_cycle_s"], flr2sp_cycle_s=f["avg_cycle_s"],
-                                 round_reduction=None if red is None else 1 - red))
+                rows.append(
+                    dict(
+                        model=model,
+                        discipline=disc,
+                        seed=seed,
+                        bsp_round_s=b["avg_round_s"],
+                        flr2sp_round_s=f["avg_round_s"],
+                        bsp_cycle_s=b["avg_cycle_s"],
+                        flr2sp_cycle_s=f["avg_cycle_s"],
+                        round_reduction=None if red is None else 1 - red,
+                    )
+                )
     return rows
 
 
@@ -51,8 +78,10 @@ def conv_rows(args) -> list[dict]:
     for model in models(args, "training"):
         for seed in args.seeds:
             for flt, suffix in (("on", ""), ("off", "-nofilter")):
-                runs = [scheme_run(args, seed, model, s + suffix, cached_only=flt == "off")
-                        for s in ("bsp", "fl-r2sp")]
+                runs = [
+                    scheme_run(args, seed, model, s + suffix, cached_only=flt == "off")
+                    for s in ("bsp", "fl-r2sp")
+                ]
                 if None not in runs:
                     rows.append(dict(model=model, filter=flt, seed=seed, **conv_row(*runs)))
     return rows
@@ -65,15 +94,23 @@ def conv_row(bsp: dict, fl: dict) -> dict:
     target = TTA_FRACTION * min(b.get("best_accuracy") or 0.0, f.get("best_accuracy") or 0.0)
     tb, tf = time_to(bsp["history"], target), time_to(fl["history"], target)
     tta = ratio(tf, tb)
-    return dict(bsp_conv_s=b.get("converged_at"), flr2sp_conv_s=f.get("converged_at"),
-                improvement=None if imp is None else 1 - imp,
-                bsp_round_s=b["avg_round_s"], flr2sp_round_s=f["avg_round_s"],
-                bsp_rounds=rounds_to(b), flr2sp_rounds=rounds_to(f),
-                bsp_acc=b.get("final_accuracy"), flr2sp_acc=f.get("final_accuracy"),
-                target_acc=target, bsp_tta_s=tb, flr2sp_tta_s=tf,
-                tta_improvement=None if tta is None else 1 - tta,
-                bsp_converged=float(b.get("converged_at") is not None),
-                flr2sp_converged=float(f.get("converged_at") is not None))
+    return dict(
+        bsp_conv_s=b.get("converged_at"),
+        flr2sp_conv_s=f.get("converged_at"),
+        improvement=None if imp is None else 1 - imp,
+        bsp_round_s=b["avg_round_s"],
+        flr2sp_round_s=f["avg_round_s"],
+        bsp_rounds=rounds_to(b),
+        flr2sp_rounds=rounds_to(f),
+        bsp_acc=b.get("final_accuracy"),
+        flr2sp_acc=f.get("final_accuracy"),
+        target_acc=target,
+        bsp_tta_s=tb,
+        flr2sp_tta_s=tf,
+        tta_improvement=None if tta is None else 1 - tta,
+        bsp_converged=float(b.get("converged_at") is not None),
+        flr2sp_converged=float(f.get("converged_at") is not None),
+    )
 
 
 def time_to(history: list[dict], target: float) -> float | None:
@@ -91,8 +128,9 @@ def main(argv=None) -> None:
     rounds = round_rows(args)
     conv = conv_rows(args)
     table = aggregate(conv, ("model", "filter"), CONV_METRICS)
-    finish(args, conv, table,
-           {"round_time": aggregate(rounds, ("model", "discipline"), ROUND_METRICS)})
+    finish(
+        args, conv, table, {"round_time": aggregate(rounds, ("model", "discipline"), ROUND_METRICS)}
+    )
 
 
 if __name__ == "__main__":

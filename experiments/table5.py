@@ -14,8 +14,17 @@ from experiments.common import aggregate, finish, models, parse_args
 from experiments.runs import NETWORKS, comm, ratio, timing
 
 STRATEGIES = ("bsp", "fl-r2sp")
-METRICS = ("bsp_push_s", "bsp_pull_s", "flr2sp_push_s", "flr2sp_pull_s", "speedup",
-           "pull_ratio", "bsp_round_s", "flr2sp_round_s", "round_reduction")
+METRICS = (
+    "bsp_push_s",
+    "bsp_pull_s",
+    "flr2sp_push_s",
+    "flr2sp_pull_s",
+    "speedup",
+    "pull_ratio",
+    "bsp_round_s",
+    "flr2sp_round_s",
+    "round_reduction",
+)
 
 
 def pair(args, seed: int, model: str, network: str, **diff) -> dict[str, dict]:
@@ -28,20 +37,30 @@ def row_of(model: str, disc: str, seed: int, runs: dict[str, dict]) -> dict:
     b, f = runs["bsp"], runs["fl-r2sp"]
     reduction = ratio(comm(f), comm(b))
     rounds = ratio(f["avg_round_s"], b["avg_round_s"])
-    return dict(model=model, discipline=disc, seed=seed,
-                bsp_push_s=b["avg_push_s"], bsp_pull_s=b["avg_pull_s"],
-                flr2sp_push_s=f["avg_push_s"], flr2sp_pull_s=f["avg_pull_s"],
-                speedup=None if reduction is None else 1 - reduction,
-                pull_ratio=ratio(b["avg_pull_s"], f["avg_pull_s"]),
-                bsp_round_s=b["avg_round_s"], flr2sp_round_s=f["avg_round_s"],
-                round_reduction=None if rounds is None else 1 - rounds)
+    return dict(
+        model=model,
+        discipline=disc,
+        seed=seed,
+        bsp_push_s=b["avg_push_s"],
+        bsp_pull_s=b["avg_pull_s"],
+        flr2sp_push_s=f["avg_push_s"],
+        flr2sp_pull_s=f["avg_pull_s"],
+        speedup=None if reduction is None else 1 - reduction,
+        pull_ratio=ratio(b["avg_pull_s"], f["avg_pull_s"]),
+        bsp_round_s=b["avg_round_s"],
+        flr2sp_round_s=f["avg_round_s"],
+        round_reduction=None if rounds is None else 1 - rounds,
+    )
 
 
 def main(argv=None) -> None:
     args = parse_args("table5", __doc__, argv)
-    rows = [row_of(model, disc, seed, pair(args, seed, model, network))
-            for model in models(args, "timing") for disc, network in NETWORKS.items()
-            for seed in args.seeds]
+    rows = [
+        row_of(model, disc, seed, pair(args, seed, model, network))
+        for model in models(args, "timing")
+        for disc, network in NETWORKS.items()
+        for seed in args.seeds
+    ]
     finish(args, rows, aggregate(rows, ("model", "discipline"), METRICS))
 
 
