@@ -37,6 +37,26 @@ SuperLink's Fleet, Control and ServerAppIo APIs share one HTTP port::
     flwr run . deployment --stream --run-config "clock='wall' num-partitions=$N"
     flwr ls deployment --run-id <id>
 
+With ``--secure`` the SuperLink speaks TLS with a certificate from a private CA and admits
+only registered SuperNodes (see "Secure deployment" in the README for real machines)::
+
+    # 1. TLS and node authentication (files made as by scripts/secure_pki.py)
+    flower-superlink --ssl-ca-certfile ca.crt --ssl-certfile superlink.crt \\
+        --ssl-keyfile superlink.key --enable-supernode-auth --isolation subprocess ...
+
+    # 3. (written first) the connection trusts the CA instead of ``insecure = true``
+    root-certificates = "/abs/path/ca.crt"
+
+    # 2. register each SuperNode's public key, then start the node with the CA
+    #    and its private key instead of ``--insecure``
+    flwr supernode register nodes/node-$i.pub deployment
+    flower-supernode --root-certificates ca.crt \\
+        --auth-supernode-private-key nodes/node-$i.key --superlink 127.0.0.1:9091 ...
+
+``--intruders`` (with ``--secure``) also starts four SuperNodes the SuperLink must refuse
+(no TLS, another CA, an unregistered key, no key), each claiming a real node's partition id,
+and checks afterwards that none joined (exit code 3 if one did).
+
 Here the ports are free ones picked at start, ``FLWR_HOME`` and the database
 are in a temporary folder (deleted at the end unless ``--keep-home``; the
 SuperLink and SuperNode logs are there) and every process is stopped at the
@@ -51,6 +71,7 @@ import argparse
 import json
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -61,8 +82,24 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO))
 
+from fl_r2sp.flower.pki import Pki, make_pki  # noqa: E402
 from fl_r2sp.flower.processes import (  # noqa: E402
-    flower_env, flwr_bin, free_ports, start_group, stop_group, stop_groups, wait_http_ok)
+    flower_env,
+    flwr_bin,
+    free_ports,
+    start_group,
+    stop_group,
+    stop_groups,
+    wait_http_ok,
+)
+from fl_r2sp.flower.secure_deploy import (  # noqa: E402
+    intruder_verdicts,
+    listed_nodes,
+    make_intruders,
+    register_nodes,
+    superlink_security,
+    supernode_security,
+)
 
 CONNECTION = "deployment"
 
@@ -84,7 +121,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--flwr-home", type=Path, default=None,
                    help="use this empty or new folder as FLWR_HOME (kept) instead of a temporary one")
     p.add_argument("--app", type=Path, default=REPO, help="Flower app folder (default: this repository)")
+    p.add_argument("--secure", action="store_true",
+                   help="TLS with a private CA (made in FLWR_HOME/certs) and SuperNode "
+                        "authentication: only registered node keys may join (default: insecure)")
+    p.add_argument("--intruders", action="store_true",
+                   help="with --secure: also start 4 SuperNodes that must be refused and check "
+                        "that none joined (exit code 3 if one did)")
     args = p.parse_args(argv)
+    if args.intruders and not args.secure:
+        p.error("--intruders needs --secure (an insecure SuperLink admits anyone)")
     if args.num_supernodes < 1:
         p.error(f"--num-supernodes must be >= 1, got {args.num_supernodes}")
     if not (args.app / "pyproject.toml").is_file():
@@ -92,26 +137,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def write_flower_config(home: Path, port: int) -> Path:
-    """Write ``home/config.toml`` with the insecure ``deployment`` connection."""
+def write_flower_config(home: Path, port: int, ca_cert: Path | None = None) -> Path:
+    """Write ``home/config.toml`` with the ``deployment`` connection.
+
+    Insecure by default; with ``ca_cert`` it verifies the SuperLink's TLS
+    certificate against that CA (``root-certificates``, an absolute path).
+    """
+    security = ("insecure = true" if ca_cert is None
+                else f'root-certificates = "{ca_cert.resolve().as_posix()}"')
     path = home / "config.toml"
     path.write_text(
         f'[superlink]\ndefault = "{CONNECTION}"\n\n'
-        f'[superlink.{CONNECTION}]\naddress = "127.0.0.1:{port}"\ninsecure = true\n'
+        f'[superlink.{CONNECTION}]\naddress = "127.0.0.1:{port}"\n{security}\n'
     )
     return path
 
 
-def superlink_cmd(port: int, database: Path) -> list[str]:
-    """The ``flower-superlink`` command line (step 1 of the module docstring)."""
-    return [str(flwr_bin("flower-superlink")), "--insecure", "--isolation", "subprocess",
-            "--host", "127.0.0.1", "--port", str(port), "--database", str(database),
+def superlink_cmd(port: int, database: Path, pki: Pki | None = None) -> list[str]:
+    """The ``flower-superlink`` command line (step 1); TLS + node authentication with ``pki``."""
+    return [str(flwr_bin("flower-superlink")), *superlink_security(pki), "--isolation",
+            "subprocess", "--host", "127.0.0.1", "--port", str(port), "--database", str(database),
             "--disable-runtime-dependency-installation"]
 
 
-def supernode_cmd(link_port: int, port: int, partition: int, num_partitions: int) -> list[str]:
-    """The ``flower-supernode`` command line of one partition (step 2)."""
-    return [str(flwr_bin("flower-supernode")), "--insecure", "--superlink", f"127.0.0.1:{link_port}",
+def supernode_cmd(link_port: int, port: int, partition: int, num_partitions: int,
+                  security: list[str] | None = None) -> list[str]:
+    """The ``flower-supernode`` command line of one partition (step 2).
+
+    ``security``: the node's TLS/authentication flags (default None: ``--insecure``).
+    """
+    flags = ["--insecure"] if security is None else security
+    return [str(flwr_bin("flower-supernode")), *flags, "--superlink", f"127.0.0.1:{link_port}",
             "--host", "127.0.0.1", "--port", str(port),
             "--node-config", f"partition-id={partition} num-partitions={num_partitions}"]
 
@@ -179,27 +235,58 @@ def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
 def deploy(args: argparse.Namespace, home: Path) -> int:
     """Start the SuperLink and SuperNodes, run, stop everything; return the exit code."""
     env = flower_env(home)
-    link_port, *node_ports = free_ports(1 + args.num_supernodes)
-    write_flower_config(home, link_port)
+    n = args.num_supernodes
+    pki = make_pki(home / "certs", n) if args.secure else None
+    intruders = make_intruders(pki, home / "rogue") if pki is not None and args.intruders else []
+    link_port, *node_ports = free_ports(1 + n + len(intruders))
+    write_flower_config(home, link_port, pki.ca_cert if pki is not None else None)
     logs = home / "logs"
     logs.mkdir()
     procs: list[subprocess.Popen[bytes]] = []
     handles = []
+
+    def start(name: str, cmd: list[str]) -> None:
+        handles.append(open(logs / f"{name}.log", "wb"))  # noqa: SIM115 (closed in finally)
+        procs.append(start_group(cmd, env, args.app, handles[-1]))
+
     try:
-        handles.append(open(logs / "superlink.log", "wb"))
-        procs.append(start_group(superlink_cmd(link_port, home / "state.db"), env, args.app, handles[-1]))
-        wait_http_ok(f"http://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0])
-        for i, port in enumerate(node_ports):
-            handles.append(open(logs / f"supernode-{i}.log", "wb"))
-            procs.append(start_group(supernode_cmd(link_port, port, i, args.num_supernodes),
-                                     env, args.app, handles[-1]))
-        return submit(args, env)
+        start("superlink", superlink_cmd(link_port, home / "state.db", pki))
+        scheme = "http" if pki is None else "https"
+        context = None if pki is None else ssl.create_default_context(cafile=str(pki.ca_cert))
+        wait_http_ok(f"{scheme}://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0],
+                     context)
+        registered = register_nodes(pki.nodes, CONNECTION, env, args.app) if pki else []
+        for i, port in enumerate(node_ports[:n]):
+            security = None if pki is None else supernode_security(pki.ca_cert, pki.nodes[i])
+            start(f"supernode-{i}", supernode_cmd(link_port, port, i, n, security))
+        for k, (bad, port) in enumerate(zip(intruders, node_ports[n:], strict=True)):
+            start(f"intruder-{bad.name}", supernode_cmd(link_port, port, k % n, n, list(bad.flags)))
+        code = submit(args, env)
+        if intruders:
+            code = check_intruders(env, args.app, logs, [b.name for b in intruders], registered,
+                                   n) or code
+        return code
     finally:
         # SuperNodes first: they deregister from the SuperLink while it still runs.
         stop_groups(procs[1:])
         stop_groups(procs[:1])
         for handle in handles:
             handle.close()
+
+
+def check_intruders(env: dict[str, str], app: Path, logs: Path, names: list[str],
+                    registered: list[int], num_nodes: int) -> int:
+    """Print each intruder's verdict and the online nodes; 3 if an intruder joined, else 0."""
+    listed = listed_nodes(CONNECTION, env, app)
+    online = sorted(i for i, status in listed.items() if status == "online")
+    print(f"deploy_local: SuperLink lists {len(listed)} nodes, {len(online)} online; "
+          f"{len(registered)} registered", flush=True)
+    verdicts = intruder_verdicts({b: logs / f"intruder-{b}.log" for b in names}, registered,
+                                 listed)
+    for name, verdict in verdicts.items():
+        print(f"deploy_local: intruder {name}: {verdict}", flush=True)
+    bad = any(not v.startswith("refused") for v in verdicts.values())
+    return 3 if bad or len(online) > num_nodes else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ import contextlib
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -325,9 +326,15 @@ def stop_local_superlink(flwr_home: str | os.PathLike[str], grace: float = 5.0) 
 
 
 def wait_http_ok(
-    url: str, timeout: float = 30.0, proc: subprocess.Popen[Any] | None = None
+    url: str,
+    timeout: float = 30.0,
+    proc: subprocess.Popen[Any] | None = None,
+    context: ssl.SSLContext | None = None,
 ) -> None:
     """Wait until ``GET url`` answers 2xx (e.g. a SuperLink's ``/health``).
+
+    ``context`` verifies an ``https`` URL (e.g. one trusting a private CA;
+    default None: the system's trust store).
 
     Raises
     ------
@@ -343,7 +350,7 @@ def wait_http_ok(
                 f"{_program(proc)} exited with code {proc.returncode} before {url} answered"
             )
         try:
-            with urllib.request.urlopen(url, timeout=1.0) as resp:  # noqa: S310 (loopback URL)
+            with urllib.request.urlopen(url, timeout=1.0, context=context) as resp:  # noqa: S310
                 if 200 <= resp.status < 300:
                     return
         except (urllib.error.URLError, OSError):

@@ -1,0 +1,185 @@
+"""Pieces of a secure deployment: TLS and authentication flags, node registration, intruders.
+
+Used by ``scripts/deploy_local.py --secure`` (and its end-to-end test); the files come from
+:mod:`fl_r2sp.flower.pki`. The flags are Flower 1.42's own (``flower-superlink --help``,
+``flower-supernode --help``, ``flwr supernode register --help``).
+
+*Intruders* are SuperNodes that a secure SuperLink must refuse, started beside the real ones
+to show that it does: one without TLS (``--insecure``), one that trusts another CA, one with
+a valid but unregistered key, one without a key. Each claims the partition id of a real node,
+so one that got in would also disturb the run. :func:`intruder_verdicts` reads their logs
+and the SuperLink's node list afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fl_r2sp.flower.pki import NodeKey, Pki, make_ca, make_node_key
+from fl_r2sp.flower.processes import flwr_bin
+
+#: A SuperNode logs this once the SuperLink accepted it.
+JOINED_LINE = "SuperNode ID:"
+#: Seconds one ``flwr supernode register`` / ``list`` call may take.
+CLI_TIMEOUT = 120.0
+#: What a refused SuperNode logs, by cause (the first found is reported).
+_REFUSALS = (
+    ("TLS certificate not trusted", "CERTIFICATE_VERIFY_FAILED"),
+    ("not registered", "Failed to activate SuperNode"),
+    ("no key: authentication required", "All SuperNodes must be registered"),
+    ("TLS handshake failed", "SSL/TLS handshake error"),
+    ("no connection (retrying)", "Connection attempt failed"),
+)
+
+
+def superlink_security(pki: Pki | None) -> list[str]:
+    """SuperLink flags: TLS with the PKI's certificate and node authentication, or insecure."""
+    if pki is None:
+        return ["--insecure"]
+    return [
+        "--ssl-ca-certfile",
+        str(pki.ca_cert),
+        "--ssl-certfile",
+        str(pki.server_cert),
+        "--ssl-keyfile",
+        str(pki.server_key),
+        "--enable-supernode-auth",
+    ]
+
+
+def supernode_security(ca_cert: Path | None, key: NodeKey | None = None) -> list[str]:
+    """SuperNode flags: trust ``ca_cert`` and sign with ``key`` (if any), or insecure."""
+    if ca_cert is None:
+        return ["--insecure"]
+    flags = ["--root-certificates", str(ca_cert)]
+    if key is not None:
+        flags += ["--auth-supernode-private-key", str(key.private)]
+    return flags
+
+
+def register_nodes(
+    keys: Sequence[NodeKey], connection: str, env: Mapping[str, str], cwd: Path
+) -> list[int]:
+    """Register each key's public half with ``flwr supernode register``; the node ids.
+
+    The calls run side by side (each starts the ``flwr`` CLI, a few seconds).
+
+    Raises
+    ------
+    RuntimeError
+        If a registration fails or prints no node id (with flwr's output).
+    """
+    procs = [
+        subprocess.Popen(
+            [
+                str(flwr_bin("flwr")),
+                "supernode",
+                "register",
+                str(k.public),
+                connection,
+                "--format",
+                "json",
+            ],
+            env=dict(env),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for k in keys
+    ]
+    ids: list[int] = []
+    for key, proc in zip(keys, procs, strict=True):
+        try:
+            out, _ = proc.communicate(timeout=CLI_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        match = re.search(r'"node-id":\s*"?(\d+)', out) or re.search(r"SuperNode (\d+) regis", out)
+        if proc.returncode != 0 or match is None:
+            raise RuntimeError(
+                f"flwr supernode register {key.public} failed "
+                f"(exit {proc.returncode}):\n{out[-2000:]}"
+            )
+        ids.append(int(match.group(1)))
+    return ids
+
+
+def listed_nodes(connection: str, env: Mapping[str, str], cwd: Path) -> dict[int, str]:
+    """The SuperLink's nodes as ``flwr supernode list`` reports them: {node id: status}.
+
+    Raises
+    ------
+    RuntimeError
+        If the command fails or does not print the JSON listing.
+    """
+    res = subprocess.run(
+        [str(flwr_bin("flwr")), "supernode", "list", connection, "--format", "json"],
+        env=dict(env),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+    )
+    start = res.stdout.find("{")
+    try:
+        nodes = json.loads(res.stdout[start:])["nodes"] if start >= 0 else None
+    except (ValueError, KeyError):
+        nodes = None
+    if res.returncode != 0 or nodes is None:
+        raise RuntimeError(
+            f"flwr supernode list failed (exit {res.returncode}):\n"
+            f"{(res.stdout + res.stderr)[-2000:]}"
+        )
+    return {int(n["node-id"]): str(n["status"]) for n in nodes}
+
+
+@dataclass(frozen=True)
+class Intruder:
+    """A SuperNode the secure SuperLink must refuse: its name and its security flags."""
+
+    name: str
+    flags: tuple[str, ...]
+
+
+def make_intruders(pki: Pki, directory: Path) -> list[Intruder]:
+    """The four refused SuperNodes (files of the rogue ones go under ``directory``).
+
+    ``wrong-ca`` signs with a *registered* key, so TLS is the only thing it gets wrong.
+    """
+    rogue_ca, _ = make_ca(directory, name="rogue CA")
+    stranger = make_node_key(directory, "unregistered")
+    registered = pki.nodes[0] if pki.nodes else stranger
+    return [
+        Intruder("insecure", tuple(supernode_security(None))),
+        Intruder("wrong-ca", tuple(supernode_security(rogue_ca, registered))),
+        Intruder("unregistered-key", tuple(supernode_security(pki.ca_cert, stranger))),
+        Intruder("no-key", tuple(supernode_security(pki.ca_cert))),
+    ]
+
+
+def intruder_verdicts(
+    logs: Mapping[str, Path], registered: Sequence[int], listed: Mapping[int, str]
+) -> dict[str, str]:
+    """``refused (<cause>)`` or ``JOINED ...`` per intruder, from its log and the node list.
+
+    An intruder joined if its log shows a SuperNode id, or if the SuperLink lists a node
+    that was not registered (then every intruder is suspect and says so).
+    """
+    strangers = sorted(set(listed) - set(registered))
+    verdicts: dict[str, str] = {}
+    for name, path in logs.items():
+        text = path.read_text(errors="replace") if path.exists() else ""
+        if JOINED_LINE in text:
+            verdicts[name] = "JOINED (its log shows a SuperNode id)"
+        elif strangers:
+            verdicts[name] = f"JOINED? the SuperLink lists unregistered nodes {strangers}"
+        else:
+            cause = next((c for c, line in _REFUSALS if line in text), "no connection")
+            verdicts[name] = f"refused ({cause})"
+    return verdicts
