@@ -106,27 +106,58 @@ CONNECTION = "deployment"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options (see ``--help``)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--num-supernodes", type=int, default=4,
-                   help="SuperNodes to start, one per partition (default: 4)")
-    p.add_argument("--run-config", default="",
-                   help="extra run-config overrides for flwr run, e.g. \"num-groups=2 max-updates=4\"")
-    p.add_argument("--timeout", type=float, default=1800.0,
-                   help="seconds before the run is abandoned, exit code 124 (default: 1800)")
-    p.add_argument("--startup-timeout", type=float, default=60.0,
-                   help="seconds to wait for the SuperLink to answer (default: 60)")
-    p.add_argument("--keep-home", action="store_true",
-                   help="keep the temporary FLWR_HOME (config, database, logs) and print its path")
-    p.add_argument("--flwr-home", type=Path, default=None,
-                   help="use this empty or new folder as FLWR_HOME (kept) instead of a temporary one")
-    p.add_argument("--app", type=Path, default=REPO, help="Flower app folder (default: this repository)")
-    p.add_argument("--secure", action="store_true",
-                   help="TLS with a private CA (made in FLWR_HOME/certs) and SuperNode "
-                        "authentication: only registered node keys may join (default: insecure)")
-    p.add_argument("--intruders", action="store_true",
-                   help="with --secure: also start 4 SuperNodes that must be refused and check "
-                        "that none joined (exit code 3 if one did)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--num-supernodes",
+        type=int,
+        default=4,
+        help="SuperNodes to start, one per partition (default: 4)",
+    )
+    p.add_argument(
+        "--run-config",
+        default="",
+        help='extra run-config overrides for flwr run, e.g. "num-groups=2 max-updates=4"',
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="seconds before the run is abandoned, exit code 124 (default: 1800)",
+    )
+    p.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for the SuperLink to answer (default: 60)",
+    )
+    p.add_argument(
+        "--keep-home",
+        action="store_true",
+        help="keep the temporary FLWR_HOME (config, database, logs) and print its path",
+    )
+    p.add_argument(
+        "--flwr-home",
+        type=Path,
+        default=None,
+        help="use this empty or new folder as FLWR_HOME (kept) instead of a temporary one",
+    )
+    p.add_argument(
+        "--app", type=Path, default=REPO, help="Flower app folder (default: this repository)"
+    )
+    p.add_argument(
+        "--secure",
+        action="store_true",
+        help="TLS with a private CA (made in FLWR_HOME/certs) and SuperNode "
+        "authentication: only registered node keys may join (default: insecure)",
+    )
+    p.add_argument(
+        "--intruders",
+        action="store_true",
+        help="with --secure: also start 4 SuperNodes that must be refused and check "
+        "that none joined (exit code 3 if one did)",
+    )
     args = p.parse_args(argv)
     if args.intruders and not args.secure:
         p.error("--intruders needs --secure (an insecure SuperLink admits anyone)")
@@ -143,8 +174,11 @@ def write_flower_config(home: Path, port: int, ca_cert: Path | None = None) -> P
     Insecure by default; with ``ca_cert`` it verifies the SuperLink's TLS
     certificate against that CA (``root-certificates``, an absolute path).
     """
-    security = ("insecure = true" if ca_cert is None
-                else f'root-certificates = "{ca_cert.resolve().as_posix()}"')
+    security = (
+        "insecure = true"
+        if ca_cert is None
+        else f'root-certificates = "{ca_cert.resolve().as_posix()}"'
+    )
     path = home / "config.toml"
     path.write_text(
         f'[superlink]\ndefault = "{CONNECTION}"\n\n'
@@ -155,27 +189,58 @@ def write_flower_config(home: Path, port: int, ca_cert: Path | None = None) -> P
 
 def superlink_cmd(port: int, database: Path, pki: Pki | None = None) -> list[str]:
     """The ``flower-superlink`` command line (step 1); TLS + node authentication with ``pki``."""
-    return [str(flwr_bin("flower-superlink")), *superlink_security(pki), "--isolation",
-            "subprocess", "--host", "127.0.0.1", "--port", str(port), "--database", str(database),
-            "--disable-runtime-dependency-installation"]
+    return [
+        str(flwr_bin("flower-superlink")),
+        *superlink_security(pki),
+        "--isolation",
+        "subprocess",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--database",
+        str(database),
+        "--disable-runtime-dependency-installation",
+    ]
 
 
-def supernode_cmd(link_port: int, port: int, partition: int, num_partitions: int,
-                  security: list[str] | None = None) -> list[str]:
+def supernode_cmd(
+    link_port: int,
+    port: int,
+    partition: int,
+    num_partitions: int,
+    security: list[str] | None = None,
+) -> list[str]:
     """The ``flower-supernode`` command line of one partition (step 2).
 
     ``security``: the node's TLS/authentication flags (default None: ``--insecure``).
     """
     flags = ["--insecure"] if security is None else security
-    return [str(flwr_bin("flower-supernode")), *flags, "--superlink", f"127.0.0.1:{link_port}",
-            "--host", "127.0.0.1", "--port", str(port),
-            "--node-config", f"partition-id={partition} num-partitions={num_partitions}"]
+    return [
+        str(flwr_bin("flower-supernode")),
+        *flags,
+        "--superlink",
+        f"127.0.0.1:{link_port}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--node-config",
+        f"partition-id={partition} num-partitions={num_partitions}",
+    ]
 
 
 def flwr_run_cmd(app: Path, num_partitions: int, overrides: str) -> list[str]:
     """The ``flwr run`` command line (step 4); later ``--run-config`` flags win."""
-    cmd = [str(flwr_bin("flwr")), "run", str(app), CONNECTION, "--stream",
-           "--run-config", f"clock='wall' num-partitions={num_partitions}"]
+    cmd = [
+        str(flwr_bin("flwr")),
+        "run",
+        str(app),
+        CONNECTION,
+        "--stream",
+        "--run-config",
+        f"clock='wall' num-partitions={num_partitions}",
+    ]
     if overrides.strip():
         cmd += ["--run-config", overrides]
     return cmd
@@ -183,12 +248,14 @@ def flwr_run_cmd(app: Path, num_partitions: int, overrides: str) -> list[str]:
 
 def stream(proc: subprocess.Popen[str], sink: list[str]) -> threading.Thread:
     """Echo ``proc``'s output line by line (and keep it in ``sink``)."""
+
     def pump() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
             sys.stdout.flush()
             sink.append(line)
+
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
     return thread
@@ -199,9 +266,14 @@ def run_status(env: dict[str, str], output: str, app: Path) -> str | None:
     match = re.search(r"Successfully started run (\d+)", output)
     if match is None:
         return None
-    res = subprocess.run([str(flwr_bin("flwr")), "ls", CONNECTION, "--run-id", match.group(1),
-                          "--format", "json"], env=env, cwd=app, capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run(
+        [str(flwr_bin("flwr")), "ls", CONNECTION, "--run-id", match.group(1), "--format", "json"],
+        env=env,
+        cwd=app,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     try:
         return str(json.loads(res.stdout)["runs"][0]["status"])
     except (ValueError, KeyError, IndexError):
@@ -213,8 +285,15 @@ def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
     cmd = flwr_run_cmd(args.app.resolve(), args.num_supernodes, args.run_config)
     print("$", " ".join(cmd), flush=True)
     lines: list[str] = []
-    proc = subprocess.Popen(cmd, env=env, cwd=args.app, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=args.app,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     reader = stream(proc, lines)
     try:
         code = proc.wait(timeout=args.timeout)
@@ -253,8 +332,9 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
         start("superlink", superlink_cmd(link_port, home / "state.db", pki))
         scheme = "http" if pki is None else "https"
         context = None if pki is None else ssl.create_default_context(cafile=str(pki.ca_cert))
-        wait_http_ok(f"{scheme}://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0],
-                     context)
+        wait_http_ok(
+            f"{scheme}://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0], context
+        )
         registered = register_nodes(pki.nodes, CONNECTION, env, args.app) if pki else []
         for i, port in enumerate(node_ports[:n]):
             security = None if pki is None else supernode_security(pki.ca_cert, pki.nodes[i])
@@ -263,8 +343,10 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
             start(f"intruder-{bad.name}", supernode_cmd(link_port, port, k % n, n, list(bad.flags)))
         code = submit(args, env)
         if intruders:
-            code = check_intruders(env, args.app, logs, [b.name for b in intruders], registered,
-                                   n) or code
+            code = (
+                check_intruders(env, args.app, logs, [b.name for b in intruders], registered, n)
+                or code
+            )
         return code
     finally:
         # SuperNodes first: they deregister from the SuperLink while it still runs.
@@ -274,15 +356,23 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
             handle.close()
 
 
-def check_intruders(env: dict[str, str], app: Path, logs: Path, names: list[str],
-                    registered: list[int], num_nodes: int) -> int:
+def check_intruders(
+    env: dict[str, str],
+    app: Path,
+    logs: Path,
+    names: list[str],
+    registered: list[int],
+    num_nodes: int,
+) -> int:
     """Print each intruder's verdict and the online nodes; 3 if an intruder joined, else 0."""
     listed = listed_nodes(CONNECTION, env, app)
     online = sorted(i for i, status in listed.items() if status == "online")
-    print(f"deploy_local: SuperLink lists {len(listed)} nodes, {len(online)} online; "
-          f"{len(registered)} registered", flush=True)
-    verdicts = intruder_verdicts({b: logs / f"intruder-{b}.log" for b in names}, registered,
-                                 listed)
+    print(
+        f"deploy_local: SuperLink lists {len(listed)} nodes, {len(online)} online; "
+        f"{len(registered)} registered",
+        flush=True,
+    )
+    verdicts = intruder_verdicts({b: logs / f"intruder-{b}.log" for b in names}, registered, listed)
     for name, verdict in verdicts.items():
         print(f"deploy_local: intruder {name}: {verdict}", flush=True)
     bad = any(not v.startswith("refused") for v in verdicts.values())
@@ -296,7 +386,9 @@ def main(argv: list[str] | None = None) -> int:
         home = args.flwr_home.resolve()
         home.mkdir(parents=True, exist_ok=True)
         if any(home.iterdir()):
-            print(f"deploy_local: --flwr-home {home} is not empty: pass a new folder", file=sys.stderr)
+            print(
+                f"deploy_local: --flwr-home {home} is not empty: pass a new folder", file=sys.stderr
+            )
             return 2
         args.keep_home = True
     else:
