@@ -23,6 +23,12 @@ How updates are applied is part of the scheme: :attr:`CoordinatorPolicy.apply_mo
 ``"immediate"`` (ASP, SSP, R²SP: the PS applies each push at once) or ``"barrier"`` (BSP: the
 PS averages the pushes of one iteration from all live workers and applies them together, before
 any permission for the next iteration is issued).
+
+Admission: a policy with :attr:`CoordinatorPolicy.admission` true (SAFA) may refuse an update.
+The caller asks :meth:`CoordinatorPolicy.accepts` when a report arrives, right before
+``on_push``, and applies the update only if it says so (the runtime's shards hold each push
+until that verdict; see :mod:`fl_r2sp.cluster.runtime.shard`). Other policies accept every
+update and their pushes are applied on arrival.
 """
 
 from __future__ import annotations
@@ -114,6 +120,8 @@ class CoordinatorPolicy(ABC):
 
     name: ClassVar[str] = "base"
     apply_mode: ClassVar[ApplyMode] = "immediate"
+    #: True if :meth:`accepts` can refuse an update (the PS then waits for the verdict).
+    admission: ClassVar[bool] = False
 
     def __init__(self, num_workers: int, batch_size: int) -> None:
         if num_workers < 1:
@@ -127,6 +135,14 @@ class CoordinatorPolicy(ABC):
     def start(self, now: float) -> list[Permission]:
         """Permissions for iteration 0; by default every worker at ``now``."""
         return [Permission(w, 0, now, self.batch_size) for w in sorted(self.live)]
+
+    def accepts(self, worker: int) -> bool:
+        """Whether ``worker``'s update whose report arrives now is applied (default: always).
+
+        A pure query of the policy's state, asked right before :meth:`on_push` of that report;
+        the policy's own verdict in ``on_push`` must agree with it.
+        """
+        return True
 
     @abstractmethod
     def on_push(self, report: PushReport) -> list[Permission]:

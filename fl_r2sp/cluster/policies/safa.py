@@ -15,9 +15,12 @@ to resync. Our PS reading (the ToN paper gives no parameters; the knobs are docu
   ``r - r' <= staleness_bound`` and *discarded* otherwise (SAFA's deprecated client); either way
   the worker proceeds at once and pulls the latest model (the forced resync; in a PS every
   iteration starts with a pull), joining the open round.
-* **Applying.** :attr:`apply_mode` is ``"immediate"``: the PS applies fresh and absorbed pushes
-  as they arrive. A runtime that drops discarded updates asks :meth:`accepts` before applying a
-  push (a pure query of the current round state); the twin records the verdict per iteration.
+* **Applying.** :attr:`apply_mode` is ``"immediate"`` and :attr:`admission` is true: the verdict
+  on an update is taken when its report arrives (the round state at that instant), through
+  :meth:`accepts`, asked right before :meth:`on_push` (a pure query; ``on_push`` then records
+  the same verdict). The runtime's shards hold each push until the coordinator publishes that
+  verdict and apply only fresh and absorbed updates; the twin asks the same query at the same
+  point of its event order.
 * A lost worker leaves the quorum count (it may close the round) and is never waited for.
 """
 
@@ -49,6 +52,7 @@ class SAFAPolicy(TracedPolicy):
 
     name: ClassVar[str] = "safa"
     apply_mode: ClassVar[ApplyMode] = "immediate"
+    admission: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -83,8 +87,9 @@ class SAFAPolicy(TracedPolicy):
         return self.round - self.pulled_round[worker]
 
     def accepts(self, worker: int) -> bool:
-        """Whether ``worker``'s push arriving now is applied (staleness <= bound)."""
-        return self.staleness(worker) <= self.staleness_bound
+        """Whether ``worker``'s push arriving now is applied: a live worker's with staleness
+        <= bound (a lost worker's push is ignored, as in :meth:`on_push`)."""
+        return worker in self.live and self.staleness(worker) <= self.staleness_bound
 
     def start(self, now: float) -> list[Permission]:
         """Every worker starts iteration 0 in round 0."""

@@ -14,6 +14,12 @@ worker); the convergence rule (:mod:`~fl_r2sp.cluster.runtime.convergence`) or a
 every worker at its next permission. The loop ends once every worker is stopped and has
 reported every iteration it was granted, or is lost.
 
+Admission (policies with ``admission``, i.e. SAFA): for each request the coordinator asks
+``policy.accepts(w)`` right before ``policy.on_push`` (the instant the twin asks it too) and
+sets ``verdict/<w>/<k>``; every shard holds that push until the key appears and applies or drops
+it accordingly. A lost worker's outstanding push, and a request that comes too late to be
+handled, get a drop verdict, so no shard waits for a verdict that never comes.
+
 Faults: a worker whose transfers with PS 0 fail (its process died) or that sends no request
 within ``timeout_s`` of its permission is lost. Under an ``apply_mode == "barrier"`` scheme
 (BSP) that ends the run with an error naming the rank; other schemes continue without it
@@ -168,6 +174,8 @@ class Coordinator:
         tr.granted_at = None
         self.result.pushes += 1
         stale = self.shard.wait_push(w, k, self.cfg.timeout_s)
+        if self.policy.admission:  # before on_push: the verdict on the state that report meets
+            self._verdict(w, k, self.policy.accepts(w))
         now = self.ctx.now()
         report = PushReport(
             worker=w, iteration=k, now=now, compute_s=float(payload["compute_s"]),
@@ -184,6 +192,10 @@ class Coordinator:
         if not self.stopping and not tr.stopped:
             self._schedule(self.policy.on_push(report))
         self._progress(now)
+
+    def _verdict(self, w: int, k: int, apply: bool) -> None:
+        """Publish the admission verdict on push ``(w, k)`` to every shard."""
+        set_json(self.store, P.verdict_key(w, k), {"apply": bool(apply)})
 
     def _schedule(self, perms: list[Permission]) -> None:
         for p in perms:
@@ -258,6 +270,8 @@ class Coordinator:
             return  # a finished worker closing its connections is not a loss
         tr.lost = reason
         self.result.lost[w] = reason
+        if self.policy.admission:  # its push in flight, if any, is not applied anywhere
+            self._verdict(w, tr.reported, False)
         self.shard.lose(w)
         self.tracker.drop(w)
         who = self.ctx.describe(P.worker_rank(w, self.cfg.servers))
@@ -333,6 +347,9 @@ class Coordinator:
                 break
             if kind == "req":
                 self._next_req[w] = int(data["iteration"]) + 1
+                if self.policy.admission:  # too late to be handled: dropped at every shard
+                    with contextlib.suppress(Exception):
+                        self._verdict(w, int(data["iteration"]), False)
         for w, t in enumerate(self._waiters):
             if t.is_alive():
                 # The store may be gone if the run is failing.

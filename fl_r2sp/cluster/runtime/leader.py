@@ -67,7 +67,8 @@ def run_leader(
         if coord is not None:
             coord.notify_lost(w, reason)
 
-    ps = ParameterServer(ctx, init_flat, policy.apply_mode, on_lost=lost)
+    ps = ParameterServer(ctx, init_flat, policy.apply_mode, on_lost=lost,
+                         admission=policy.admission)  # fmt: skip
     coord = Coordinator(ctx, policy, ps.state, writer)
     ps.start()
     result = coord.run()
@@ -150,6 +151,9 @@ def _summary(ctx: RankContext, result: CoordinatorResult, rows: list[dict[str, A
         "test_accuracy": evaluation.get("test_accuracy"),
         "test_loss": evaluation.get("test_loss"),
         "updates_applied": applied,
+        # Per shard, the (worker, iteration) pushes an admission verdict dropped (SAFA).
+        "discarded_updates": [sorted(map(list, r.get("discarded", []))) for r in
+                              sorted(reports, key=lambda r: r["shard"])],  # fmt: skip
         "max_staleness": max((int(r["max_staleness"]) for r in reports), default=0),
         "lost_workers": {str(w): why for w, why in result.lost.items()},
         "run_dir": ctx.run_dir,
@@ -176,9 +180,11 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def run_other_server(ctx: RankContext, init_flat: torch.Tensor, apply_mode: ApplyMode) -> None:
-    """A parameter server of rank > 0: serve, then hand shard and statistics to rank 0."""
-    ps = ParameterServer(ctx, init_flat, apply_mode)
+def run_other_server(ctx: RankContext, init_flat: torch.Tensor, apply_mode: ApplyMode,
+                     admission: bool = False) -> None:  # fmt: skip
+    """A parameter server of rank > 0: serve, then hand shard and statistics to rank 0
+    (``admission``: hold pushes for the coordinator's verdict, as the policy says)."""
+    ps = ParameterServer(ctx, init_flat, apply_mode, admission=admission)
     ps.start()
     ps.join()
     set_json(new_store(), P.ps_report_key(ctx.rank), ps.report())

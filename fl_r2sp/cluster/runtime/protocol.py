@@ -109,6 +109,15 @@ def grant_key(worker: int, iteration: int) -> str:
     return f"{PREFIX}grant/{worker}/{iteration}"
 
 
+def verdict_key(worker: int, iteration: int) -> str:
+    """Admission verdict on ``worker``'s push of ``iteration`` (``{"apply": bool}``).
+
+    Set once by the coordinator (policies with ``admission``, i.e. SAFA) and read, not deleted,
+    by every shard: all shards apply or drop that push by the same single decision.
+    """
+    return f"{PREFIX}verdict/{worker}/{iteration}"
+
+
 def ready_key(worker: int) -> str:
     """Set by a worker once its model and data are loaded."""
     return f"{PREFIX}ready/{worker}"

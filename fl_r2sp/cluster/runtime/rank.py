@@ -131,7 +131,7 @@ def _play(cfg: ClusterConfig, rank: int, world_size: int, local_rank: int) -> di
         if ctx.is_server:
             from fl_r2sp.cluster.runtime.leader import run_other_server
 
-            run_other_server(ctx, flat, policy.apply_mode)
+            run_other_server(ctx, flat, policy.apply_mode, policy.admission)
         else:
             from fl_r2sp.cluster.runtime.worker import Worker
 

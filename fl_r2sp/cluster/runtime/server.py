@@ -9,6 +9,13 @@ overlap. With ``--server-bandwidth`` each PS charges one token bucket for all in
 and one for all egress chunks before they move; because a gloo send waits for the matching
 receive, pacing the receiver also paces the sender.
 
+Admission (SAFA): with ``admission`` the push receiver holds each push in the shard until the
+coordinator's verdict on it appears under ``verdict/<w>/<k>`` (set once, read by every shard),
+then applies or drops it. The worker sends its next push only after its next permission, which
+the coordinator issues after the verdict, so waiting in the receiver costs no throughput. A
+verdict that does not come within ``timeout_s`` (the coordinator is gone; the run is failing)
+drops the push.
+
 A thread ends when its worker says BYE, or when a transfer with it fails: a worker process
 that dies closes its connections and the pending receive raises at once ("Connection closed
 by peer"); a worker that stops talking hits the process group's timeout. Either way the worker
@@ -21,13 +28,14 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from fl_r2sp.cluster.policies.base import ApplyMode
 from fl_r2sp.cluster.runtime import protocol as P
-from fl_r2sp.cluster.runtime.context import RankContext
+from fl_r2sp.cluster.runtime.context import RankContext, new_store, wait_get
 from fl_r2sp.cluster.runtime.shard import RunAborted, ShardState
 from fl_r2sp.cluster.runtime.throttle import MB, TokenBucket, recv_chunked, send_chunked
 
@@ -50,6 +58,8 @@ class ParameterServer:
         The policy's apply mode ("immediate" or "barrier").
     on_lost : callable or None
         ``on_lost(worker, reason)`` when a worker's transfer fails (called from a PS thread).
+    admission : bool, default False
+        Hold each push until the coordinator's verdict (the policy's ``admission``).
     """
 
     def __init__(
@@ -58,6 +68,7 @@ class ParameterServer:
         init_flat: torch.Tensor,
         apply_mode: ApplyMode,
         on_lost: LostCallback | None = None,
+        admission: bool = False,
     ) -> None:
         cfg = ctx.cfg
         self.ctx = ctx
@@ -65,7 +76,7 @@ class ParameterServer:
         a, b = ctx.bounds[self.index]
         self.state = ShardState(
             init_flat[a:b], cfg.lr, cfg.batch_size, cfg.momentum, apply_mode, cfg.workers,
-            track_staleness=self.index == 0,
+            track_staleness=self.index == 0, admission=admission,
         )  # fmt: skip
         rate = cfg.server_bandwidth_mb_s * MB
         chunk = cfg.chunk_kb * 1024
@@ -101,6 +112,7 @@ class ParameterServer:
         src = P.worker_rank(w, self.ctx.cfg.servers)
         a, b = self.ctx.bounds[self.index]
         msg = torch.zeros(P.HEADER + b - a)
+        store = new_store() if self.state.admission else None
         try:
             while True:
                 recv_chunked(msg, P.TAG_PUSH, P.TAG_PUSH_REST, src=src,
@@ -115,8 +127,21 @@ class ParameterServer:
                     self.arrivals.append((w, iteration, self.ctx.now()))
                     if len(self.arrivals) == self.kill_after:
                         os._exit(18)  # test hook: die abruptly
+                if store is not None:
+                    self._await_verdict(store, w, iteration)
         except Exception as exc:  # a dead peer surfaces as RuntimeError from gloo
             self._lose(w, f"push from {self.ctx.describe(src)} failed: {_short(exc)}")
+
+    def _await_verdict(self, store: Any, w: int, iteration: int) -> None:
+        """Resolve the held push ``(w, iteration)`` by the coordinator's verdict."""
+        try:
+            verdict = wait_get(store, P.verdict_key(w, iteration), self.ctx.cfg.timeout_s,
+                               delete=False)  # fmt: skip
+        except TimeoutError:
+            print(f"[ps {self.index}] no verdict on worker {w}'s push of iteration {iteration} "
+                  f"within {self.ctx.cfg.timeout_s:.0f}s; dropped", flush=True)  # fmt: skip
+            verdict = {"apply": False}
+        self.state.resolve(w, iteration, bool(verdict["apply"]))
 
     def _serve_pulls(self, w: int) -> None:
         src = P.worker_rank(w, self.ctx.cfg.servers)
@@ -159,6 +184,7 @@ class ParameterServer:
             "pushes": list(self.state.pushes),
             "version": self.state.version,
             "max_staleness": self.state.max_staleness,
+            "discarded": [list(d) for d in self.state.dropped],
             "lost": {str(k): v for k, v in self.lost.items()},
             "arrivals": arrivals,
             "ingress_wait_s": self.ingress.seconds_slept if self.ingress else 0.0,

@@ -16,6 +16,13 @@ Apply modes (:attr:`fl_r2sp.cluster.policies.base.CoordinatorPolicy.apply_mode`)
   then their mean ``(1/N)·sum (b_i/b0)·g_i`` is applied once and :attr:`version` becomes
   ``k + 1``; a pull that needs version ``k + 1`` waits for it (:meth:`read`).
 
+Admission (``admission=True``, SAFA): an immediate-mode push is *held*, not applied, until
+:meth:`ShardState.resolve` gives the coordinator's verdict on it (apply, or drop a too-stale
+update); a pull by the same worker waits until its own held push is resolved, so a worker never
+starts an iteration on a model that lacks its own accepted update. Every shard resolves a push
+by the same verdict (one store key per push, see :func:`~fl_r2sp.cluster.runtime.protocol.
+verdict_key`), so the shards apply exactly the same set of updates.
+
 Staleness of a push: the number of worker updates applied to this shard between the worker's
 latest pull and the push's arrival (its own not counted). Under BSP it is 0.
 """
@@ -54,6 +61,8 @@ class ShardState:
     track_staleness : bool, default False
         Keep each push's staleness until :meth:`wait_push` collects it (PS 0 does, for the
         coordinator's telemetry; other shards only count).
+    admission : bool, default False
+        Hold each push until :meth:`resolve` (immediate mode only; see the module docstring).
     """
 
     def __init__(
@@ -65,9 +74,12 @@ class ShardState:
         apply_mode: ApplyMode,
         workers: int,
         track_staleness: bool = False,
+        admission: bool = False,
     ) -> None:
         if apply_mode not in ("immediate", "barrier"):
             raise ValueError(f"unknown apply mode {apply_mode!r}")
+        if admission and apply_mode != "immediate":
+            raise ValueError("admission (held pushes) needs the immediate apply mode")
         self.params = params.detach().to(torch.float32).clone().reshape(-1)
         self.lr, self.base_batch, self.momentum = float(lr), int(base_batch), float(momentum)
         self.apply_mode = apply_mode
@@ -81,6 +93,9 @@ class ShardState:
         self.track_staleness = track_staleness
         self.max_staleness = 0
         self._pending: dict[int, dict[int, torch.Tensor]] = {}  # iteration -> worker -> g
+        self.admission = admission
+        self._held: dict[int, tuple[int, torch.Tensor, float]] = {}  # worker -> (k, g, scale)
+        self.dropped: list[tuple[int, int]] = []  # (worker, iteration) refused by the verdict
         self._cond = threading.Condition()
         self.aborted: str | None = None
 
@@ -93,7 +108,13 @@ class ShardState:
             if self.track_staleness:
                 self.staleness[(worker, iteration)] = stale
             self.pushes[worker] += 1
-            if self.apply_mode == "immediate":
+            if self.admission:
+                if worker in self._held:
+                    before = self._held[worker][0]
+                    raise RuntimeError(f"worker {worker} pushed iteration {iteration} before "
+                                       f"the verdict on iteration {before}")  # fmt: skip
+                self._held[worker] = (iteration, grad.clone(), scale)
+            elif self.apply_mode == "immediate":
                 self._step(grad, scale)
                 self.applied += 1
             else:
@@ -101,6 +122,29 @@ class ShardState:
                 self._maybe_barrier()
             self._cond.notify_all()
             return stale
+
+    def resolve(self, worker: int, iteration: int, apply: bool) -> bool:
+        """Apply (``apply``) or drop ``worker``'s held push of ``iteration``; True if applied.
+
+        Raises
+        ------
+        ValueError
+            If that push is not the one held for ``worker``.
+        """
+        with self._cond:
+            held = self._held.get(worker)
+            if held is None or held[0] != iteration:
+                have = None if held is None else held[0]
+                raise ValueError(f"no held push of worker {worker} iteration {iteration} "
+                                 f"(held: {have})")  # fmt: skip
+            del self._held[worker]
+            if apply:
+                self._step(held[1], held[2])
+                self.applied += 1
+            else:
+                self.dropped.append((worker, iteration))
+            self._cond.notify_all()
+            return apply
 
     def _step(self, grad: torch.Tensor, scale: float) -> None:
         if self.velocity is None:
@@ -124,7 +168,8 @@ class ShardState:
         self.version += 1
 
     def read(self, worker: int, min_version: int, out: torch.Tensor, timeout_s: float) -> int:
-        """Copy the parameters into ``out`` once ``version >= min_version``; return the version.
+        """Copy the parameters into ``out`` once ``version >= min_version`` and ``worker`` has
+        no held push; return the version.
 
         The copy marks the worker's pull for the staleness count.
 
@@ -137,15 +182,15 @@ class ShardState:
         """
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self.version < min_version and self.aborted is None:
+            while (self.version < min_version or worker in self._held) and self.aborted is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(
-                        f"worker {worker} waited {timeout_s:.0f}s for shard version {min_version}"
-                        f" (at {self.version})"
-                    )
+                    what = (f"the verdict on its push of iteration {self._held[worker][0]}"
+                            if worker in self._held else f"shard version {min_version}"
+                            f" (at {self.version})")  # fmt: skip
+                    raise TimeoutError(f"worker {worker} waited {timeout_s:.0f}s for {what}")
                 self._cond.wait(left)
-            if self.aborted is not None and self.version < min_version:
+            if self.aborted is not None and (self.version < min_version or worker in self._held):
                 raise RunAborted(self.aborted)
             out.copy_(self.params)
             self.pull_mark[worker] = self.applied
