@@ -402,7 +402,7 @@ def _check(ok: bool, key: str, value: Any, how: str) -> None:
         raise ValueError(f"invalid run config {key}={value!r}: {how}")
 
 
-def _coerce(f: dataclasses.Field, value: Any) -> Any:
+def _coerce(f: dataclasses.Field[Any], value: Any) -> Any:
     """Coerce Flower's TOML scalars to the field's type (int -> float etc.)."""
     default = f.default
     if isinstance(default, bool):

@@ -89,7 +89,7 @@ def largest_remainder(p: np.ndarray, total: int) -> np.ndarray:
     """
     p = np.asarray(p, dtype=np.float64)
     want = total * p / p.sum()
-    counts = np.floor(want).astype(np.int64)
+    counts: np.ndarray = np.floor(want).astype(np.int64)
     left = total - int(counts.sum())
     if left > 0:
         order = np.argsort(-(want - counts), kind="stable")
