@@ -103,6 +103,21 @@ def test_build_is_deterministic_per_seed_and_leaves_global_rng_alone() -> None:
     assert not torch.equal(a.fc.weight, c.fc.weight)  # type: ignore[union-attr]
 
 
+def test_resnet32_classifier_has_pytorch_default_init_and_fl_resnet_keeps_msra() -> None:
+    from fl_r2sp.models.resnet import CifarResNet
+
+    # nn.Linear's default draws weight and bias from U(-1/sqrt(64), 1/sqrt(64)) = U(-1/8, 1/8).
+    fc = build_model("resnet32", seed=0).fc.requires_grad_(False)  # type: ignore[union-attr]
+    assert float(fc.weight.abs().max()) <= 1 / 8 and float(fc.bias.abs().max()) <= 1 / 8
+    assert float(fc.bias.abs().max()) > 0  # not zeroed
+    # The FL side's net keeps the MSRA normal (std sqrt(2/64) ~ 0.18): 640 draws exceed 1/8.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        fl_fc = CifarResNet(10, blocks_per_stage=5, shortcut="A").fc.requires_grad_(False)
+    assert float(fl_fc.weight.abs().max()) > 1 / 8
+    assert tuple(fl_fc.weight.shape) == tuple(fc.weight.shape) == (10, 64)
+
+
 def test_unknown_model_and_bad_class_count_raise() -> None:
     with pytest.raises(ValueError, match="unknown cluster model 'resnet18'"):
         build_model("resnet18")

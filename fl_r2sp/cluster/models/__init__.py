@@ -7,7 +7,8 @@ mlp            (64,) float      4,810       64-64-10 MLP; tiny, for tests
 mlp-wide       (64,) float      1,228,810   64-16384-10 MLP; 4.9 MB that costs little compute,
                                             for network-bound benchmarks
 resnet32       (3, 32, 32)      464,154     He et al.'s CIFAR ResNet-32: 3 stages x 5 basic
-                                            blocks, option-A (zero-padding) shortcuts
+                                            blocks, option-A (zero-padding) shortcuts,
+                                            PyTorch's default init of the classifier
 alexnet        (3, 32, 32)      2,472,266   CIFAR AlexNet-style (see ``vision``)
 vgg16          (3, 32, 32)      14,728,266  CIFAR VGG16-style with BatchNorm (see ``vision``)
 transformer    (2, L) int64     936,970     small encoder-decoder (see ``seq2seq``)
@@ -67,7 +68,12 @@ class ClusterModelSpec:
 
 
 def _resnet32(num_classes: int) -> nn.Module:
-    return CifarResNet(num_classes=num_classes, blocks_per_stage=5, shortcut="A")
+    net = CifarResNet(num_classes=num_classes, blocks_per_stage=5, shortcut="A")
+    # The shared CifarResNet draws the classifier from the MSRA normal too (its FL runs depend
+    # on that, bit for bit); here the classifier gets PyTorch's default nn.Linear init, whose
+    # small logits start training near ln(10) instead of ~4-7 with the MSRA draw.
+    net.fc.reset_parameters()
+    return net
 
 
 def _mlp_wide(num_classes: int) -> nn.Module:
