@@ -21,7 +21,11 @@ re-sends the outstanding jobs to the live nodes; its timing (and hence what the 
 decides next) cannot repeat the lost run's, and its clock resumes from the checkpoint's
 reading (the downtime is not on the time axis).
 
-The file is a Python pickle: load only checkpoints you wrote yourself.
+The file is a Python pickle of the loop's objects: load only checkpoints you wrote yourself,
+with the same code (a changed class layout may not restore). The last checkpoint stays in the
+folder after the run completes. Cost, measured: about 0.05-0.1 s per save for a 400-update
+timing run with 32 clients (a 2 MB file, mostly the event log and the network traces; fsync
+included).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.clock import WallClock
@@ -265,7 +271,7 @@ def attach(
     return directory
 
 
-def resume(loop: LoopBase, saved: Saved) -> Any:
+def resume(loop: LoopBase, saved: Saved) -> np.ndarray:
     """Restore ``saved`` into ``loop`` and run it to its stop condition; the final weights."""
     restore(loop, saved)
     if loop.checkpointer is not None:
