@@ -17,6 +17,7 @@ own ``FedAvg`` sends, so the same ClientApp serves both):
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
 
@@ -25,9 +26,12 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 
+from fl_r2sp.flower.discovery import PartitionMap, check_found, discover
 from fl_r2sp.flower.records import arrays_of, number
+from fl_r2sp.flower.retry import RetryPolicy, call_with_retry
 from fl_r2sp.models.weights import flatten, unflatten
 from fl_r2sp.protocol import Job, Reply
+from fl_r2sp.server.admission import OFFLINE_PREFIX
 from fl_r2sp.server.virtual_checks import VirtualTimeError
 
 log = logging.getLogger("fl_r2sp")
@@ -40,6 +44,44 @@ REAL_TIME_ERRORS = frozenset(
 )
 
 
+def query_message(node: int) -> Message:
+    """The partition query for ``node`` (answered with ``partition-id`` and ``num-partitions``)."""
+    return Message(
+        RecordDict({"config": ConfigRecord({"ask": "partition-id"})}), node, MessageType.QUERY
+    )
+
+
+def find_partitions(
+    grid: Grid,
+    timeout: float = 120.0,
+    expected: int = 0,
+    wait_for_all: bool = False,
+    allow_missing: bool = False,
+    retry: RetryPolicy | None = None,
+) -> PartitionMap:
+    """Ask every node for its ``partition-id``; the map, kept for re-discovery during the run.
+
+    With ``wait_for_all``, waits up to ``timeout`` s (``node-wait``) for
+    ``expected`` partitions to answer, asking nodes as they connect (a node
+    told another ``num-partitions`` fails the run as soon as it answers). If
+    partitions are missing after the wait, that is an error naming them unless
+    ``allow_missing`` (run-config ``allow-missing-nodes``): then the run goes on
+    with those that answered, and a warning names the others. A second node
+    reporting a known partition is refused with a warning (:mod:`.discovery`).
+
+    Raises
+    ------
+    ValueError
+        If a node was told a ``num-partitions`` other than ``expected`` (the
+        run would silently train on a fraction of the data).
+    RuntimeError
+        If partitions of ``0..expected-1`` are missing and not ``allow_missing``.
+    """
+    pmap = discover(grid, query_message, expected, timeout, wait_for_all, retry)
+    check_found(pmap.node_of, expected, allow_missing, len(pmap.online), timeout)
+    return pmap
+
+
 def discover_partitions(
     grid: Grid,
     timeout: float = 120.0,
@@ -47,95 +89,8 @@ def discover_partitions(
     wait_for_all: bool = False,
     allow_missing: bool = False,
 ) -> dict[int, int]:
-    """Ask every node for its ``partition-id``; return {partition id: node id}.
-
-    With ``wait_for_all``, waits up to ``timeout`` s for ``expected`` nodes
-    to connect (deployments start SuperNodes one by one). If fewer than
-    ``expected`` partitions answer within ``timeout`` s, that is an error
-    unless ``allow_missing`` (run-config key ``allow-missing-nodes``): then the
-    run goes on with those that answered, and a warning names the others.
-
-    Raises
-    ------
-    ValueError
-        If two nodes report the same partition id, or a node was told a
-        ``num-partitions`` other than ``expected`` (the run would silently
-        train on a fraction of the data).
-    RuntimeError
-        If partitions of ``0..expected-1`` are missing and not ``allow_missing``.
-    """
-    deadline = time.monotonic() + timeout
-    nodes = list(grid.get_node_ids())
-    while wait_for_all and len(nodes) < expected and time.monotonic() < deadline:
-        time.sleep(0.5)
-        nodes = list(grid.get_node_ids())
-    msgs = [
-        Message(RecordDict({"config": ConfigRecord({"ask": "partition-id"})}), n, MessageType.QUERY)
-        for n in nodes
-    ]
-    ids = list(grid.push_messages(msgs))
-    found: dict[int, int] = {}
-    pending = set(ids)
-    while pending and time.monotonic() < deadline:
-        for reply in grid.pull_messages(list(pending)):
-            pending.discard(reply.metadata.reply_to_message_id)
-            if reply.has_error():
-                log.warning(
-                    "node %d failed the partition query: %s",
-                    reply.metadata.src_node_id,
-                    reply.error.reason,
-                )
-                continue
-            answer = reply.content["config"]
-            pid = int(number(answer, "partition-id"))
-            told = int(number(answer, "num-partitions", 0))
-            if expected and told and told != expected:
-                raise ValueError(
-                    f"the nodes were started with num-partitions={told} but the run config "
-                    f"says num-partitions={expected}: make them equal (in simulation pass "
-                    f'--run-config "num-partitions={told}" or num-supernodes={expected})'
-                )
-            if pid in found:
-                raise ValueError(
-                    f"two nodes report partition-id={pid}: give each SuperNode its own"
-                )
-            found[pid] = reply.metadata.src_node_id
-        time.sleep(PULL_INTERVAL)
-    check_found(found, expected, allow_missing, len(nodes), timeout)
-    return found
-
-
-def check_found(
-    found: dict[int, int], expected: int, allow_missing: bool, asked: int, timeout: float
-) -> None:
-    """Raise (or warn, with ``allow_missing``) if partitions ``0..expected-1`` are missing.
-
-    Parameters
-    ----------
-    found : dict[int, int]
-        {partition id: node id} of the nodes that answered.
-    expected : int
-        ``num-partitions`` (0 = unknown: nothing to check).
-    allow_missing : bool
-        Warn instead of raising (``allow-missing-nodes``).
-    asked, timeout : int, float
-        How many nodes were asked, and for how long (for the message).
-    """
-    missing = sorted(set(range(expected)) - set(found))
-    if not missing:
-        return
-    shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-    text = (
-        f"{len(found)} of num-partitions={expected} partitions answered the partition "
-        f"query ({asked} nodes connected, {timeout:g} s); missing partition ids: {shown}"
-    )
-    if allow_missing:
-        log.warning("%s; allow-missing-nodes=true: the run goes on without them", text)
-        return
-    raise RuntimeError(
-        f"{text}. Start the missing SuperNodes (or num-supernodes={expected} in "
-        "simulation), or set allow-missing-nodes=true to run without them"
-    )
+    """{partition id: node id} of :func:`find_partitions` (same arguments and errors)."""
+    return dict(find_partitions(grid, timeout, expected, wait_for_all, allow_missing).node_of)
 
 
 def mismatch(arrays: Sequence[np.ndarray], template: Sequence[np.ndarray]) -> str | None:
@@ -178,6 +133,18 @@ class GridTransport:
         :data:`REAL_TIME_ERRORS`: TTL expiry, a node without heartbeat) raises
         :class:`~fl_r2sp.server.virtual_checks.VirtualTimeError` instead of
         becoming an error reply, i.e. a failed job in virtual time.
+    pmap : PartitionMap or None (default: None = no liveness tracking)
+        The map :func:`find_partitions` built (wall clock). Every
+        ``liveness_every`` s the transport refreshes it: a job whose node left
+        the online set fails at once (``node offline``, not after
+        ``job-timeout``), a job for a partition without a live node fails on
+        submit, and partitions re-attached to a new node are reported by
+        :meth:`take_rejoined`.
+    retry : RetryPolicy or None (default: RetryPolicy())
+        Backoff of push/pull calls that hit a transient SuperLink error; a push
+        that still fails becomes a failed job, a pull that still fails raises.
+    liveness_every : float (default: 1.0)
+        Seconds between two reads of the online node set.
     """
 
     def __init__(
@@ -187,18 +154,35 @@ class GridTransport:
         partitions: dict[int, int],
         ttl: float = 3600.0,
         virtual: bool = False,
+        pmap: PartitionMap | None = None,
+        retry: RetryPolicy | None = None,
+        liveness_every: float = 1.0,
     ) -> None:
         self.grid = grid
         self.template = [np.asarray(a) for a in template]
-        self.node_of = dict(partitions)
+        self.pmap = pmap
+        # Shared with the map, so that a re-attached partition's next job goes to its new node.
+        self.node_of = pmap.node_of if pmap is not None else dict(partitions)
+        self._initial = frozenset(partitions)
         self.ttl = ttl
         self.virtual = virtual
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.liveness_every = liveness_every
         self.inflight: dict[str, Job] = {}
         self._by_cid: dict[int, str] = {}
+        self._dest: dict[str, int] = {}  # message id -> the node it was pushed to
+        self._failed: list[Reply] = []  # jobs failed by the transport itself, for the next poll
+        self._rejoined: list[int] = []
+        self._checked = -math.inf
 
     def clients(self) -> list[int]:
-        """Partition ids of the discovered nodes, sorted."""
-        return sorted(self.node_of)
+        """Partition ids of the nodes discovered at start, sorted (the run's clients)."""
+        return sorted(self._initial)
+
+    def take_rejoined(self) -> list[int]:
+        """Partitions of the run re-attached to a new node since the last call."""
+        out, self._rejoined = self._rejoined, []
+        return out
 
     def submit(self, job: Job) -> None:
         """Push a train message to the job's node."""
@@ -206,29 +190,65 @@ class GridTransport:
             raise RuntimeError(f"client {job.cid} already has a message in flight")
         arrays = ArrayRecord(unflatten(job.weights, self.template))
         config = ConfigRecord({"job": job.index, "tag": job.tag, "cid": job.cid})
+        node = self.node_of[job.cid]
+        if self.pmap is not None and node not in self.pmap.online:
+            self._fail(job, f"{OFFLINE_PREFIX}: partition {job.cid} has no live node")
+            return
         msg = Message(
-            RecordDict({"arrays": arrays, "config": config}),
-            self.node_of[job.cid],
-            MessageType.TRAIN,
-            ttl=self.ttl,
+            RecordDict({"arrays": arrays, "config": config}), node, MessageType.TRAIN, ttl=self.ttl
         )
-        (mid,) = list(self.grid.push_messages([msg]))
+        try:
+            (mid,) = call_with_retry(
+                lambda: list(self.grid.push_messages([msg])), f"push to node {node}", self.retry
+            )
+        except Exception as exc:  # noqa: BLE001 -- the SuperLink refused it: fail this job only
+            self._fail(job, f"push failed after retries: {exc}")
+            return
         self.inflight[mid] = job
         self._by_cid[job.cid] = mid
+        self._dest[mid] = node
+
+    def _fail(self, job: Job, error: str) -> None:
+        log.warning("client %d job %d failed: %s", job.cid, job.index, error)
+        self._failed.append(Reply(job.cid, job.index, job.tag, None, error=error))
 
     def poll(self, timeout: float) -> list[Reply]:
         """Pull replies; wait up to ``timeout`` s for at least one."""
         deadline = time.monotonic() + timeout
-        while self.inflight:
-            converted = [self._convert(m) for m in self.grid.pull_messages(list(self.inflight))]
-            got = [r for r in converted if r is not None]
-            if got or time.monotonic() >= deadline:
+        while True:
+            got, self._failed = self._failed, []
+            if self.inflight:
+                pulled = call_with_retry(
+                    lambda: list(self.grid.pull_messages(list(self.inflight))),
+                    "pull replies",
+                    self.retry,
+                )
+                got += [r for r in map(self._convert, pulled) if r is not None]
+            if self.pmap is not None and time.monotonic() - self._checked >= self.liveness_every:
+                got += self._check_liveness()
+            if got or not self.inflight or time.monotonic() >= deadline:
                 return got
             time.sleep(PULL_INTERVAL)
-        return []
+
+    def _check_liveness(self) -> list[Reply]:
+        """Refresh the partition map; fail the jobs whose node left the online set."""
+        assert self.pmap is not None
+        self._checked = time.monotonic()
+        self._rejoined += [p for p in self.pmap.refresh() if p in self._initial]
+        gone = [mid for mid, node in self._dest.items() if node not in self.pmap.online]
+        out: list[Reply] = []
+        for mid in gone:
+            job = self.inflight.pop(mid)
+            self._by_cid.pop(job.cid, None)
+            node = self._dest.pop(mid)
+            error = f"{OFFLINE_PREFIX}: node {node} left the SuperLink's online set"
+            log.warning("client %d job %d failed: %s", job.cid, job.index, error)
+            out.append(Reply(job.cid, job.index, job.tag, None, error=error))
+        return out
 
     def _convert(self, msg: Message) -> Reply | None:
         job = self.inflight.pop(msg.metadata.reply_to_message_id, None)
+        self._dest.pop(msg.metadata.reply_to_message_id, None)
         if job is None:
             return None
         self._by_cid.pop(job.cid, None)
@@ -268,8 +288,11 @@ class GridTransport:
         mid = self._by_cid.pop(cid, None)
         if mid is not None:
             self.inflight.pop(mid, None)
+            self._dest.pop(mid, None)
 
     def close(self) -> None:
         """Forget everything in flight (Flower discards late replies by TTL)."""
         self.inflight.clear()
         self._by_cid.clear()
+        self._dest.clear()
+        self._failed.clear()

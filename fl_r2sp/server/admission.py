@@ -46,6 +46,8 @@ REJECT_REASONS = ("no-weights", "shape", "dtype", "non-finite", "num-examples", 
 DROP_REASONS = ("client-error", "timeout", "offline")
 #: Start of the error text of a job the loop gave up waiting for (``LoopBase._timed_out``).
 TIMEOUT_PREFIX = "no reply within job-timeout"
+#: Start of the error text of a job whose node left the SuperLink's online set (or had none).
+OFFLINE_PREFIX = "node offline"
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class Admission:
         """Stateless checks of a reply on receipt; None if it may go on."""
         if reply.error is not None:
             reason = "timeout" if reply.error.startswith(TIMEOUT_PREFIX) else "client-error"
+            reason = "offline" if reply.error.startswith(OFFLINE_PREFIX) else reason
             return Verdict(reason, reply.error)
         w = reply.weights
         if w is None:

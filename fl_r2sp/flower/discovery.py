@@ -1,0 +1,242 @@
+"""Which Flower node serves which partition, kept up to date during the run.
+
+Node ids are random per SuperNode start; the stable name of a client is the
+``partition-id`` each node reports when asked (a ``query`` message). At start
+:meth:`PartitionMap.refresh` is called until every expected partition
+answered (or a bounded wait ends); during a wall-clock run the transport calls
+it again every second or so. Each call reads the SuperLink's *online* node
+set (``Grid.get_node_ids`` returns only nodes whose heartbeat is current),
+asks nodes it has not seen yet for their partition id, and settles answers:
+
+* an unknown partition is attached to the node;
+* a known partition whose node left the online set is *re-attached* to the
+  new node (a restarted SuperNode comes back with a new node id);
+* a known partition whose node is still online is a *duplicate*: the new
+  node is refused with a warning, not a crash, and remembered as a claimant
+  that takes over if the first node goes offline (a SuperNode killed and
+  restarted within the SuperLink's expiry looks exactly like that).
+
+Detection latency of a lost node: a SuperNode sends a heartbeat every
+~24 s (Flower 1.42: 0.8 x the 30 s interval, +-10 %); the SuperLink marks it
+offline once ``online_until = last heartbeat + 2 x 30 s`` passes, i.e. 36-60 s
+after a hard kill. A SuperNode stopped with SIGTERM/SIGINT deactivates itself
+and leaves the online set at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flwr.serverapp import Grid
+
+from fl_r2sp.flower.records import number
+from fl_r2sp.flower.retry import RetryPolicy, call_with_retry
+
+log = logging.getLogger("fl_r2sp")
+
+
+class PartitionMap:
+    """{partition id: node id} of the online nodes, with re-attachment.
+
+    Parameters
+    ----------
+    grid : Grid
+        The ServerApp's grid.
+    expected : int
+        ``num-partitions`` (0 = unknown: no range or count checks).
+    make_query : callable
+        Node id -> the partition query message for it.
+    retry : RetryPolicy (default: RetryPolicy())
+        Retries of the SuperLink calls.
+    """
+
+    def __init__(
+        self,
+        grid: Grid,
+        expected: int,
+        make_query: Callable[[int], Any],
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.grid = grid
+        self.expected = int(expected)
+        self.make_query = make_query
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.node_of: dict[int, int] = {}
+        self.online: set[int] = set()
+        #: While starting, a node told another num-partitions stops the run (ValueError).
+        self.strict = True
+        self._asked: dict[str, int] = {}  # query message id -> node id
+        self._seen: set[int] = set()  # nodes asked (answered or not)
+        self._claims: dict[int, int] = {}  # refused node -> the partition it claims
+
+    def refresh(self) -> list[int]:
+        """Read the online set, ask new nodes, settle answers and claims.
+
+        Returns
+        -------
+        list of int
+            Partitions that got a new node in this call (first attachments included).
+        """
+        ids = call_with_retry(lambda: list(self.grid.get_node_ids()), "get_node_ids", self.retry)
+        self.online = set(ids)
+        new = sorted(n for n in self.online if n not in self._seen)
+        if new:
+            msgs = [self.make_query(n) for n in new]
+            pushed = call_with_retry(
+                lambda: list(self.grid.push_messages(msgs)), "partition query", self.retry
+            )
+            for mid, node in zip(pushed, new, strict=True):
+                if mid:
+                    self._asked[mid] = node
+                    self._seen.add(node)
+        return self.read_answers() + self._settle_claims()
+
+    def read_answers(self) -> list[int]:
+        """Pull the answers to the queries asked so far; the partitions they attached."""
+        if not self._asked:
+            return []
+        replies = call_with_retry(
+            lambda: list(self.grid.pull_messages(list(self._asked))),
+            "partition answers",
+            self.retry,
+        )
+        attached: list[int] = []
+        for reply in replies:
+            node = self._asked.pop(reply.metadata.reply_to_message_id, None)
+            if node is not None:
+                attached += self._answer(node, reply)
+        return attached
+
+    def lost(self) -> set[int]:
+        """Partitions whose node is not in the online set of the last refresh."""
+        return {p for p, n in self.node_of.items() if n not in self.online}
+
+    def pending(self) -> int:
+        """Queries asked and not answered yet."""
+        return len(self._asked)
+
+    def _answer(self, node: int, reply: Any) -> list[int]:
+        if reply.has_error():
+            log.warning("node %d failed the partition query: %s", node, reply.error.reason)
+            self._seen.discard(node)  # ask again at the next refresh
+            return []
+        answer = reply.content["config"]
+        pid = int(number(answer, "partition-id"))
+        told = int(number(answer, "num-partitions", 0))
+        if self.expected and told and told != self.expected:
+            text = (
+                f"the nodes were started with num-partitions={told} but the run config "
+                f"says num-partitions={self.expected}: make them equal (in simulation pass "
+                f'--run-config "num-partitions={told}" or num-supernodes={self.expected})'
+            )
+            if self.strict:
+                raise ValueError(text)
+            log.warning("node %d refused: %s", node, text)
+            return []
+        if self.expected and not 0 <= pid < self.expected:
+            log.warning(
+                "node %d refused: partition-id=%d outside [0, num-partitions=%d)",
+                node,
+                pid,
+                self.expected,
+            )
+            return []
+        return self._claim(node, pid)
+
+    def _claim(self, node: int, pid: int) -> list[int]:
+        holder = self.node_of.get(pid)
+        if holder == node:
+            return []
+        if holder is not None and holder in self.online:
+            log.warning(
+                "node %d reports partition-id=%d, which live node %d already serves: refused "
+                "(it takes over if node %d goes offline); give each SuperNode its own id",
+                node,
+                pid,
+                holder,
+                holder,
+            )
+            self._claims[node] = pid
+            return []
+        if holder is not None:
+            log.warning("partition %d re-attached: node %d (was %d, offline)", pid, node, holder)
+        self.node_of[pid] = node
+        return [pid]
+
+    def _settle_claims(self) -> list[int]:
+        attached: list[int] = []
+        for node, pid in sorted(self._claims.items()):
+            if node not in self.online:
+                del self._claims[node]
+            elif self.node_of.get(pid) not in self.online:
+                del self._claims[node]
+                attached += self._claim(node, pid)
+        return attached
+
+
+def discover(
+    grid: Grid,
+    make_query: Callable[[int], Any],
+    expected: int = 0,
+    timeout: float = 120.0,
+    wait_for_all: bool = False,
+    retry: RetryPolicy | None = None,
+    poll: float = 0.05,
+) -> PartitionMap:
+    """Ask the connected nodes for their partition ids, for up to ``timeout`` s.
+
+    With ``wait_for_all``, nodes that connect during the wait are asked too
+    and the wait ends when ``expected`` partitions answered; without it only
+    the nodes online now are asked, and the wait ends when they all answered.
+    A node told another ``num-partitions`` raises ``ValueError`` as soon as it
+    answers. The caller checks what is missing (:func:`check_found`).
+    """
+    pmap = PartitionMap(grid, expected, make_query, retry)
+    deadline = time.monotonic() + timeout
+    pmap.refresh()
+    while time.monotonic() < deadline:
+        if not pmap.pending() and (not wait_for_all or len(pmap.node_of) >= expected):
+            break
+        time.sleep(poll)
+        if wait_for_all:
+            pmap.refresh()
+        else:  # only the nodes online at first: read their answers, ask no one new
+            pmap.read_answers()
+    pmap.strict = False  # from now on a misconfigured newcomer is refused, not fatal
+    return pmap
+
+
+def check_found(
+    found: dict[int, int], expected: int, allow_missing: bool, asked: int, timeout: float
+) -> None:
+    """Raise (or warn, with ``allow_missing``) if partitions ``0..expected-1`` are missing.
+
+    Parameters
+    ----------
+    found : dict[int, int]
+        {partition id: node id} of the nodes that answered.
+    expected : int
+        ``num-partitions`` (0 = unknown: nothing to check).
+    allow_missing : bool
+        Warn instead of raising (``allow-missing-nodes``).
+    asked, timeout : int, float
+        How many nodes were asked, and for how long (for the message).
+    """
+    missing = sorted(set(range(expected)) - set(found))
+    if not missing:
+        return
+    shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+    text = (
+        f"{len(found)} of num-partitions={expected} partitions answered the partition "
+        f"query ({asked} nodes connected, {timeout:g} s); missing partition ids: {shown}"
+    )
+    if allow_missing:
+        log.warning("%s; allow-missing-nodes=true: the run goes on without them", text)
+        return
+    raise RuntimeError(
+        f"{text}. Start the missing SuperNodes (or num-supernodes={expected} in "
+        "simulation), or set allow-missing-nodes=true to run without them"
+    )
