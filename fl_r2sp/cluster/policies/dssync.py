@@ -12,7 +12,8 @@ Rules (the paper's, with our reading where it says nothing; each marked *ours*):
   rack its intra-rack group. Only one connection crosses each rack uplink.
 * ``adjust_groups`` with slow racks (a contended uplink): each slow rack's representative is
   paired with a regular rack's representative in a group of two; the regular partner rotates
-  through the regular racks (``(t + j) mod |R|`` for the j-th slow rack, *ours*); the other
+  through the regular racks (``(⌊t/B_rep⌋ + j) mod |R|`` for the j-th slow rack, B_rep the
+  representatives' cycle, *ours*); the other
   regular representatives form the large inter-rack group. More slow than regular racks
   (*ours*): the slow racks take the partners in turn and the unpaired ones pair among themselves;
   a representative left alone stays in its intra-rack group for that step.
@@ -23,8 +24,10 @@ Rules (the paper's, with our reading where it says nothing; each marked *ours*):
   falls back to the static rule (the delayed worker takes its turn as representative), since a
   delayed worker that is never representative and has no partner would be cut off.
 
-Period B (*ours*): the least common multiple of every rotation length, so that each rotation
-completes within one period. :mod:`.dssync_check` validates patterns; :mod:`.dssync_regroup`
+Period B (*ours*): B_rep, the least common multiple of the racks' rotation lengths, times
+lcm(|R|, |S|) when some racks are slow, so that each rotation completes within one period. If
+that period does not connect every rank (racks of two, whose turn orders run in lockstep), it
+is repeated with rack c's turn order shifted by c, 2c, ... until it does. :mod:`.dssync_check` validates patterns; :mod:`.dssync_regroup`
 turns measured communication times into slow racks and delayed workers.
 """
 
@@ -154,18 +157,48 @@ def adjust_groups(
         return Pattern(((tuple(range(n)),),), n)
     plans = [_RackPlan(list(r), late) for r in racks]
     regular = [k for k in range(c) if k not in slow]
-    lengths = [p.rotation for p in plans]
-    if slow and regular:
-        lengths += [len(regular), len(slow)]
-    steps = []
-    for t in range(_lcm(lengths)):
-        reps = [p.rep(t) for p in plans]
-        inter, lonely = _inter_groups(reps, slow, regular, t)
-        groups: list[Collection[int]] = list(inter)
-        for k, p in enumerate(plans):
-            groups += p.intra(t, keep_rep=k in lonely)
-        steps.append(_normalise(groups))
+    base = _lcm([p.rotation for p in plans])
+    # the pairings advance once per full representative cycle, so every representative of a
+    # slow rack meets every regular rack (in lockstep some pairs would never meet)
+    cycles = _lcm([len(regular), len(slow)]) if slow and regular else 1
+    steps: list[Step] = []
+    for shifted in range(max(p.rotation for p in plans)):
+        for t in range(base * cycles):
+            steps.append(_step(plans, slow, regular, t, base, shifted))
+        if union_connected(steps, n):
+            break
     return Pattern(tuple(steps), n)
+
+
+def _step(
+    plans: list[_RackPlan], slow: list[int], regular: list[int], t: int, base: int, shifted: int
+) -> Step:
+    # In the k-th extra period rack c's turn order is shifted by c·k: with two-member racks the
+    # plain order would only ever pair the first members together and the second ones together.
+    shifts = [c * shifted for c in range(len(plans))]
+    reps = [p.rep(t + d) for p, d in zip(plans, shifts, strict=True)]
+    inter, lonely = _inter_groups(reps, slow, regular, t // base)
+    groups: list[Collection[int]] = list(inter)
+    for k, (p, d) in enumerate(zip(plans, shifts, strict=True)):
+        groups += p.intra(t + d, keep_rep=k in lonely)
+    return _normalise(groups)
+
+
+def union_connected(steps: Sequence[Step], num_workers: int) -> bool:
+    """True if the union of all groups of ``steps`` connects ranks 0..N-1 (union-find)."""
+    parent = list(range(num_workers))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for step in steps:
+        for g in step:
+            for r in g[1:]:
+                parent[find(r)] = find(g[0])
+    return len({find(r) for r in range(num_workers)}) == 1
 
 
 class _RackPlan:
@@ -199,7 +232,7 @@ class _RackPlan:
 def _inter_groups(
     reps: list[int], slow: list[int], regular: list[int], t: int
 ) -> tuple[list[Collection[int]], set[int]]:
-    """Inter-rack groups of step ``t`` and the racks whose representative is left alone."""
+    """Inter-rack groups of pairing round ``t`` and the racks whose representative is alone."""
     if not slow or not regular:
         return [set(reps)], set()
     groups: list[Collection[int]] = []

@@ -14,7 +14,19 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from fl_r2sp.cluster.policies.dssync import Pattern, Step, check_racks
+from fl_r2sp.cluster.policies.dssync import Pattern, Step, check_racks, union_connected
+
+__all__ = [
+    "RHO_TOL",
+    "is_partition",
+    "mixing_matrix",
+    "pattern_rho",
+    "period_product",
+    "second_eigenvalue_modulus",
+    "union_connected",
+    "uplink_violations",
+    "validate_pattern",
+]
 
 #: Tolerance of "ρ < 1": products of a few hundred averaging matrices stay well clear of it.
 RHO_TOL: float = 1e-9
@@ -68,23 +80,6 @@ def pattern_rho(pattern: Pattern) -> float:
     """ρ of the product of the pattern's mixing matrices over one period."""
     n = pattern.num_workers
     return second_eigenvalue_modulus(period_product([mixing_matrix(s, n) for s in pattern.steps]))
-
-
-def union_connected(steps: Sequence[Step], num_workers: int) -> bool:
-    """True if the union of all groups of ``steps`` connects ranks 0..N-1 (union-find)."""
-    parent = list(range(num_workers))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for step in steps:
-        for g in step:
-            for r in g[1:]:
-                parent[find(r)] = find(g[0])
-    return len({find(r) for r in range(num_workers)}) == 1
 
 
 def uplink_violations(step: Step, racks: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:

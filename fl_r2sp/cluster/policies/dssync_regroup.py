@@ -16,6 +16,12 @@ communication cost (``commRecord``), but gives no rule for deciding what is slow
   ``slowness_threshold`` × reference; a rack is *slow* if its uplink's score does, unless the
   excess is already explained by a delayed member of that rack (every record of the uplink
   contains a delayed rank).
+
+Limit: group durations alone cannot tell apart uplinks that only ever appear in the same
+groups. Under the static pattern every crossing is the one inter-rack group, so one slow uplink
+flags every rack; :func:`~.dssync.adjust_groups` with no regular rack then gives back the
+static pattern (no change, and with two racks there is nothing better). Per-link probes (the
+paper's ``topologyDetect``) would separate them; they are not built.
 """
 
 from __future__ import annotations
