@@ -27,8 +27,10 @@ Rules (the paper's, with our reading where it says nothing; each marked *ours*):
 Period B (*ours*): B_rep, the least common multiple of the racks' rotation lengths, times
 lcm(|R|, |S|) when some racks are slow, so that each rotation completes within one period. If
 that period does not connect every rank (racks of two, whose turn orders run in lockstep), it
-is repeated with rack c's turn order shifted by c, 2c, ... until it does. :mod:`.dssync_check` validates patterns; :mod:`.dssync_regroup`
-turns measured communication times into slow racks and delayed workers.
+is repeated with rack c's turn order shifted by c, 2c, ... until it does.
+
+:mod:`.dssync_check` validates patterns; :mod:`.dssync_regroup` turns measured communication
+times into slow racks and delayed workers.
 """
 
 from __future__ import annotations
