@@ -220,8 +220,23 @@ class RunConfig:
     )
     allow_missing_nodes: bool = _f(
         False,
-        "Flower: go on with the nodes that answered the partition query (within 120 s) "
+        "Flower: go on with the nodes that answered the partition query (within node-wait s) "
         "when fewer than num-partitions did; false = stop with an error naming the missing ones.",
+    )
+    node_wait: float = _f(
+        120.0,
+        "Flower: seconds to wait at start for num-partitions nodes to connect and answer "
+        "(a node told another num-partitions stops the run as soon as it answers).",
+    )
+    resend_backoff: float = _f(
+        0.5,
+        "Wall clock: seconds before re-sending to a client whose job failed with an error "
+        "(not offline); doubles with each consecutive failure, up to 30 s (0 = at once).",
+    )
+    grid_retry_time: float = _f(
+        10.0,
+        "Flower: seconds a push/pull hitting a transient SuperLink error (HTTP 5xx, 'database "
+        "is locked') is retried with backoff (6 attempts at most) before the job fails.",
     )
     checkpoint_every: int = _f(
         0,
@@ -356,6 +371,9 @@ class RunConfig:
         _check(self.convergence_window >= 0, "convergence-window", self.convergence_window, ">= 0")
         _check(self.eval_every >= 1, "eval-every", self.eval_every, ">= 1")
         _check(self.job_timeout > 0, "job-timeout", self.job_timeout, "> 0")
+        _check(self.node_wait >= 0, "node-wait", self.node_wait, ">= 0")
+        _check(self.resend_backoff >= 0, "resend-backoff", self.resend_backoff, ">= 0")
+        _check(self.grid_retry_time >= 0, "grid-retry-time", self.grid_retry_time, ">= 0")
         _check(
             self.checkpoint_every >= 0, "checkpoint-every", self.checkpoint_every, ">= 0 (0 = off)"
         )

@@ -48,8 +48,9 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Result, Strategy
 
 from fl_r2sp.config import RunConfig
-from fl_r2sp.flower.grid_transport import GridTransport, discover_partitions
+from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.records import MetricValue, arrays_of, number
+from fl_r2sp.flower.retry import RetryPolicy
 from fl_r2sp.models.weights import flatten, unflatten
 from fl_r2sp.server.runner import RunOutput, run
 from fl_r2sp.strategies.aggregation import mean, weighted_mean
@@ -163,16 +164,28 @@ class EventDrivenStrategy(Strategy):
         log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
         self.summary()
         virtual = cfg.clock == "virtual"
-        partitions = discover_partitions(
+        retry = RetryPolicy(total=cfg.grid_retry_time)
+        pmap = find_partitions(
             grid,
+            timeout=cfg.node_wait,
             expected=cfg.num_partitions,
             wait_for_all=not virtual or not cfg.allow_missing_nodes,
             allow_missing=cfg.allow_missing_nodes,
+            retry=retry,
         )
         # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
         # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
         ttl = max(timeout, float(DEFAULT_TTL)) if virtual else max(timeout, 60.0)
-        transport = GridTransport(grid, template, partitions, ttl=ttl, virtual=virtual)
+        transport = GridTransport(
+            grid,
+            template,
+            pmap.node_of,
+            ttl=ttl,
+            virtual=virtual,
+            # Wall clock only: node loss and re-attachment are real-time events.
+            pmap=None if virtual else pmap,
+            retry=retry,
+        )
         evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
         out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
         return _to_result(out, template)

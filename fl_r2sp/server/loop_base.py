@@ -73,6 +73,10 @@ class StopRule:
         return False
 
 
+def _of(record: Record, *keys: str) -> list[Any]:
+    return [record.fields.get(k) for k in keys]
+
+
 class LoopBase:
     """Decision execution, evaluation and bookkeeping common to both loops.
 
@@ -162,6 +166,10 @@ class LoopBase:
                 self.model_updated(now, d)
             elif isinstance(d, Record):
                 self.events.record(now, d.kind, d.fields)
+                if d.kind == "group_empty":  # reported, not silent: the order skips it now
+                    log.warning("group %s has no active member left (%s)", *_of(d, "group", "why"))
+                elif d.kind == "client_rejoin" and d.fields.get("revived"):
+                    log.warning("client %s taken back (group %s)", *_of(d, "cid", "group"))
             elif isinstance(d, Stop):
                 self.finish(f"policy stopped: {d.reason}")
 

@@ -209,7 +209,8 @@ def _build_loop(
         progress=progress,
     )
     if cfg.clock == "wall":
-        return WallLoop(job_timeout=cfg.job_timeout, **base), None
+        wall = WallLoop(job_timeout=cfg.job_timeout, resend_backoff=cfg.resend_backoff, **base)
+        return wall, None
     profile = get_profile(cfg.network)
     network = star_network(cfg.num_partitions, profile)
     loop = VirtualLoop(

@@ -5,6 +5,13 @@ arrive; the policy's timers (the FL-R²SP gap) fire in real time; the round
 time T is therefore estimated from measured round trips. Clients sleep their
 injected delay for real. Nothing here is deterministic across runs — use the
 virtual loop for experiments.
+
+Liveness: a job that failed with an error (not a lost node, not a rejected
+update) is re-sent after a backoff that doubles with each consecutive error
+(``resend-backoff``), so that a passing SuperLink error does not exhaust the
+policy's ``max-failures`` within milliseconds; a transport that reports
+re-attached clients (``take_rejoined``, the Flower grid transport) has them
+handed to ``policy.on_rejoin``.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import numpy as np
 
 from fl_r2sp.emulation.clock import WallClock
 from fl_r2sp.protocol import Job, Reply
+from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX
 from fl_r2sp.server.loop_base import LoopBase, log
 from fl_r2sp.strategies.base import Update
 
@@ -29,17 +37,27 @@ class WallLoop(LoopBase):
     ----------
     poll_interval : float (default: 0.05)
         Longest wait for replies before timers are checked again.
+    resend_backoff : float (default: 0.5)
+        Seconds before the re-send after a client's first consecutive error;
+        doubled per further error, capped at :attr:`MAX_BACKOFF` (0 = at once).
     **base : Any
         Passed to :class:`LoopBase` (``job_timeout`` among them).
     """
 
     clock_name = "wall"
     clock: WallClock
+    #: Longest re-send backoff in seconds.
+    MAX_BACKOFF = 30.0
 
-    def __init__(self, *, poll_interval: float = 0.05, **base: Any) -> None:
+    def __init__(
+        self, *, poll_interval: float = 0.05, resend_backoff: float = 0.5, **base: Any
+    ) -> None:
         super().__init__(**base)
         self.clock = WallClock()
         self.poll_interval = poll_interval
+        self.resend_backoff = resend_backoff
+        self.errors: dict[int, int] = {}  # consecutive error replies per client
+        self.waiting: dict[int, float] = {}  # client -> when its backed-off re-send may go
         self.timers: list[tuple[float, int, Hashable]] = []
         self._seq = itertools.count()
         self.inflight: dict[int, tuple[Job, float]] = {}
@@ -59,15 +77,16 @@ class WallLoop(LoopBase):
             if self.time_exceeded(now):
                 break
             self._fire_timers(now)
-            if not self.inflight and not self.timers:
+            self._release_waiting(now)
+            if not self.inflight and not self.timers and not self.waiting:
                 self.finish("no more events (every client idle or lost)")
                 break
-            wait = self.poll_interval
-            if self.timers:
-                wait = max(0.0, min(wait, self.timers[0][0] - now))
+            wait = min([self.poll_interval, *(at - now for at, _, _ in self.timers[:1])])
+            wait = max(0.0, min([wait, *(at - now for at in self.waiting.values())]))
             replies = self.transport.poll(timeout=wait)  # before forgetting the late nodes
             for reply in replies + self._timed_out(self.inflight.values(), now):
                 self._handle(reply)
+            self._rejoin()
         self.evaluate_final(self.clock.now())
         return self.policy.weights
 
@@ -76,14 +95,39 @@ class WallLoop(LoopBase):
             at, _, key = heapq.heappop(self.timers)
             self.execute(self.clock.now(), self.policy.on_timer(self.clock.now(), key))
 
+    def _release_waiting(self, now: float) -> None:
+        for cid in [c for c, at in self.waiting.items() if at <= now]:
+            del self.waiting[cid]
+            if cid in self.parked and cid not in self.inflight:
+                weights, tag = self.parked.pop(cid)
+                self.dispatch(now, cid, weights, tag)
+
+    def _rejoin(self) -> None:
+        take = getattr(self.transport, "take_rejoined", None)
+        for cid in take() if take is not None else []:
+            log.info("client %d re-attached to a new node", cid)
+            self.errors.pop(cid, None)
+            self.execute(self.clock.now(), self.policy.on_rejoin(self.clock.now(), cid))
+
+    def _note_error(self, reply: Reply) -> None:
+        """Count consecutive error replies; back off the client's next job (a passing error)."""
+        error = reply.error
+        if error is None or error.startswith((OFFLINE_PREFIX, TIMEOUT_PREFIX)):
+            self.errors.pop(reply.cid, None)
+            return
+        streak = self.errors[reply.cid] = self.errors.get(reply.cid, 0) + 1
+        if self.resend_backoff > 0:
+            pause = min(self.MAX_BACKOFF, self.resend_backoff * 2 ** (streak - 1))
+            self.waiting[reply.cid] = self.clock.now() + pause
+
     def set_timer(self, at: float, key: Hashable) -> None:
         """Fire ``policy.on_timer(key)`` at wall time ``at``."""
         heapq.heappush(self.timers, (at, next(self._seq), key))
 
     def dispatch(self, now: float, cid: int, weights: np.ndarray, tag: int) -> None:
         """Send a job now (or when the client's current job is answered)."""
-        if cid in self.inflight:
-            self.parked[cid] = (weights, tag)
+        if cid in self.inflight or cid in self.waiting:
+            self.parked[cid] = (weights, tag)  # the newest model goes when the client is free
             return
         job = self.next_job(cid, weights, tag)
         self.inflight[cid] = (job, now)
@@ -99,6 +143,7 @@ class WallLoop(LoopBase):
         now = self.clock.now()
         row = self.events.job(reply.cid, reply.index)
         row.update(push_end=now, delay=reply.delay_s)
+        self._note_error(reply)  # before the policy re-sends: the re-send waits out the backoff
         failure = self.check_reply(reply)
         if failure is not None:
             log.warning("client %d job %d rejected: %s", reply.cid, reply.index, failure)
@@ -118,6 +163,6 @@ class WallLoop(LoopBase):
                 reply.loss,
             )
             self.execute(now, self.policy.on_update(now, upd))
-        if reply.cid in self.parked and reply.cid not in self.inflight:
+        if reply.cid in self.parked and reply.cid not in self.inflight | self.waiting.keys():
             weights, tag = self.parked.pop(reply.cid)
             self.dispatch(self.clock.now(), reply.cid, weights, tag)

@@ -15,7 +15,8 @@ starting model (the paper's footnote 9).
 
 Records: ``client_update`` (cid, tag, staleness, weight, version, loss,
 num_examples); ``client_failure`` (cid, tag, reason, consecutive, dropped);
-``ignored`` (cid, what, why).
+``client_rejoin`` (cid, group=None, revived: a dropped client reachable again
+is taken back and sent the current model); ``ignored`` (cid, what, why).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from fl_r2sp.strategies.common import (
     check_start_clients,
     client_list,
     ignored,
+    rejoined,
 )
 from fl_r2sp.strategies.params import MAX_FAILURES, AspMixingKind, AsyncParams, SchemeParams
 from fl_r2sp.strategies.staleness import StalenessFn
@@ -171,6 +173,12 @@ class ASPPolicy(Policy):
             self._stopped = True
             out.append(Stop("every client was dropped after repeated failures"))
         return out
+
+    def on_rejoin(self, now: float, cid: int) -> list[Decision]:
+        cid = self._known(cid)
+        if self._stopped or not self.failures.revive(cid):
+            return [rejoined(now, cid, None, False)]  # it was never dropped: nothing to redo
+        return [rejoined(now, cid, None, True), *self._send([cid])]
 
     def summary(self) -> dict[str, Any]:
         return {

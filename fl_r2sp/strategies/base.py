@@ -19,6 +19,9 @@ Events a policy reacts to
     no group or round waits for it.
 ``on_timer(now, key)``
     A timer the policy asked for (``Timer``) fired.
+``on_rejoin(now, cid)``
+    A client the transport had lost is reachable again (a restarted node
+    re-attached to its partition). A policy that dropped it takes it back.
 
 Decisions a policy returns
 --------------------------
@@ -129,6 +132,10 @@ class Policy(ABC):
 
     def on_timer(self, now: float, key: Hashable) -> list[Decision]:
         """React to a timer set with :class:`Timer` (default: ignore)."""
+        return []
+
+    def on_rejoin(self, now: float, cid: int) -> list[Decision]:
+        """React to client ``cid`` being reachable again (default: nothing to do)."""
         return []
 
     def group_of(self, cid: int) -> int | None:

@@ -122,6 +122,10 @@ class BSPPolicy(FLR2SPPolicy):
         self._draws = 0
         return self._draw(group)
 
+    def _rejoin_targets(self, group: GroupState, cid: int) -> list[int]:
+        # Sampling: a client taken back waits for a draw instead of joining this round.
+        return [cid] if self.sampling == "first-c" else []
+
     def _check_collect(self, now: float, group: GroupState) -> list[Decision]:
         # Every sampled client dropped out: draw again so the round can finish.
         if (

@@ -85,9 +85,22 @@ class FailureCounter:
             return True
         return False
 
+    def revive(self, cid: int) -> bool:
+        """Take a dropped ``cid`` back with a clean count; True iff it was dropped."""
+        self._count.pop(cid, None)
+        if cid not in self.dropped:
+            return False
+        self.dropped.discard(cid)
+        return True
+
     def consecutive(self, cid: int) -> int:
         """Current number of consecutive failures of ``cid``."""
         return self._count.get(cid, 0)
+
+
+def rejoined(now: float, cid: int, group: int | None, revived: bool) -> Record:
+    """Telemetry row ``client_rejoin``: a lost client is reachable again."""
+    return Record("client_rejoin", {"t": now, "cid": cid, "group": group, "revived": revived})
 
 
 def ignored(now: float, cid: int, what: str, why: str) -> Record:

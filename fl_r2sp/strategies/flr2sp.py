@@ -34,7 +34,12 @@ reference) when scored; ``group_collect`` (group, round, t_release,
 t_collect, round_time, collected, need); ``group_apply`` (group, round,
 version, t_apply, t_collect, turn_wait, T, gap); ``blacklist`` (cid, group,
 known_outlier); ``client_failure`` (cid, group, tag, reason, consecutive,
-dropped); ``ignored`` (cid, what, why).
+dropped); ``group_empty`` (group, round, why) when a group's last active member
+is dropped or blacklisted (the fixed order skips it from then on);
+``client_rejoin`` (cid, group, revived) when a lost client is reachable again
+(a dropped one is taken back and gets the group's model; a group that was
+empty restarts its round from the current global model); ``ignored`` (cid,
+what, why).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from fl_r2sp.strategies.common import (
     check_start_clients,
     client_list,
     ignored,
+    rejoined,
 )
 from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
 from fl_r2sp.strategies.outliers import OutlierFilter, cosine
@@ -198,8 +204,6 @@ class FLR2SPPolicy(Policy):
             return [ignored(now, cid, "failure", "no job in flight or client inactive")]
         group = self._groups[self.group_of(cid)]
         dropped = self.failures.failure(cid)
-        if dropped:
-            self._active[group.gid] -= 1
         out: list[Decision] = [
             Record(
                 "client_failure",
@@ -215,11 +219,28 @@ class FLR2SPPolicy(Policy):
             )
         ]
         if dropped:
+            out += self._shrink(now, group, f"client {cid} dropped after repeated failures")
             out += self._check_collect(now, group)
         elif group.ready:
             group.held.append(cid)
         else:
             out += self._send(group, [cid])
+        return out + self._advance(now)
+
+    def on_rejoin(self, now: float, cid: int) -> list[Decision]:
+        cid = self._known(cid)
+        group = self._groups[self.group_of(cid)]
+        if self._stopped or cid in self.filter.blacklisted or not self.failures.revive(cid):
+            return [rejoined(now, cid, group.gid, False)]  # it was never dropped: nothing to redo
+        if self._active[group.gid] == 0 and not group.ready:
+            # The group sat out: its round restarts now, from the current global model.
+            group.start, group.t_release = self._w, float(now)
+        self._active[group.gid] += 1
+        out: list[Decision] = [rejoined(now, cid, group.gid, True)]
+        if group.ready:
+            group.held.append(cid)
+        else:
+            out += self._send(group, self._rejoin_targets(group, cid))
         return out + self._advance(now)
 
     def on_timer(self, now: float, key: Hashable) -> list[Decision]:
@@ -255,6 +276,10 @@ class FLR2SPPolicy(Policy):
         """Who gets the new round's model (default: collected + held clients)."""
         return finished
 
+    def _rejoin_targets(self, group: GroupState, cid: int) -> list[int]:
+        """Who gets the current round's model when ``cid`` is taken back (default: it)."""
+        return [cid]
+
     # ------------------------------------------------------------ helpers
     def _known(self, cid: int) -> int:
         cid = int(cid)
@@ -269,6 +294,14 @@ class FLR2SPPolicy(Policy):
 
     def _num_active(self, group: GroupState) -> int:
         return self._active[group.gid]
+
+    def _shrink(self, now: float, group: GroupState, why: str) -> list[Decision]:
+        """One active member fewer; a ``group_empty`` row when none is left."""
+        self._active[group.gid] -= 1
+        if self._active[group.gid] > 0:
+            return []
+        fields = {"t": now, "group": group.gid, "round": group.round, "why": why}
+        return [Record("group_empty", fields)]
 
     def _gap(self) -> float:
         if self.num_groups == 1:
@@ -437,8 +470,6 @@ class FLR2SPPolicy(Policy):
         every: dict[str, float] | None = None,
     ) -> list[Decision]:
         banned = self.filter.observe(cid, score, now)
-        if banned:
-            self._active[group.gid] -= 1
         out: list[Decision] = [
             Record(
                 "client_score",
@@ -466,4 +497,5 @@ class FLR2SPPolicy(Policy):
                     },
                 )
             )
+            out += self._shrink(now, group, f"client {cid} blacklisted")
         return out
