@@ -63,6 +63,8 @@ TABLE3 = {
     "g3.4x": {"speed": 917.0, "blocking_s": 0.82, "tuned": 1264, "count": 4},
 }
 FIG13_BEST_R = 0.8
+#: Ours / paper within this band counts as "reproduced" (the cluster items' verdict rule).
+BAND = (0.8, 1.25)
 
 
 def compute_s(model: str) -> float:
@@ -124,7 +126,7 @@ def verdict(ours: float, paper: float, baseline: float | None = None) -> str:
     """Our rule: ratio in [0.8, 1.25] reproduced; same side of ``baseline``; else differs."""
     if not (math.isfinite(ours) and math.isfinite(paper)):
         return "n/a"
-    if paper != 0 and 0.8 <= ours / paper <= 1.25:
+    if paper != 0 and BAND[0] <= ours / paper <= BAND[1]:
         return "reproduced"
     if baseline is not None and np.sign(ours - baseline) == np.sign(paper - baseline) != 0:
         return "same direction"

@@ -1,7 +1,9 @@
 """Build ``experiments/REPORT.md`` from the result files: ours beside the paper's.
 
 Reads ``<out>/<item>/summary.json`` of every item (missing items are listed
-as not run), draws the summary plots (:mod:`experiments.plots`), copies the
+as not run) and, for the cluster mode, the published CSVs under
+``experiments/report/cluster_twin`` and ``experiments/report/cluster_real``
+(:mod:`experiments.report_cluster`), draws the summary plots (:mod:`experiments.plots`), copies the
 summary CSVs and the figures worth keeping into ``experiments/report/`` and
 writes the report, one section per item, with our mean ± std, the paper's
 number, the ratio ours / paper, a verdict by the stated rules of
@@ -24,6 +26,7 @@ from pathlib import Path
 from experiments import paper, provenance
 from experiments.common import rekey_runs
 from experiments.plots import make_plots
+from experiments.report_cluster import cluster_lines
 from experiments.report_tables import (
     sec_fig15,
     sec_fig16,
@@ -137,6 +140,9 @@ def build(out: Path, dest: Path) -> str:
     ]
     for item in ITEMS:
         lines += _item(out, keep, item, summaries)
+    # The cluster items are published with their figures under report/ (committed), not cached
+    # under --out: the section reads those files.
+    lines += cluster_lines(keep)
     return "\n".join(lines)
 
 

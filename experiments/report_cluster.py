@@ -1,0 +1,214 @@
+"""The cluster-mode section of REPORT.md, computed from the published cluster CSVs.
+
+Two sources, both committed so the report regenerates without rerunning anything:
+
+* ``experiments/report/cluster_twin/<item>/summary.csv``: the virtual-time twin at the paper's
+  sizes (``python -m experiments.cluster_twin --publish experiments/report/cluster_twin``);
+  hardware efficiency only;
+* ``experiments/report/cluster_real/<item>/{summary.csv,claims.csv,summary.json}``: small real
+  training runs on this machine's CPU (``python -m experiments.cluster_real --publish
+  experiments/report/cluster_real``).
+
+Every number in the section comes from those files (the paper's numbers are columns of the
+summaries) or from :mod:`experiments.cluster_twin_setup` (the verdict band); no string literal
+here holds a figure (a test checks it, as for :mod:`experiments.report_text`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.cluster_twin_setup import BAND
+
+TWIN = {
+    "fig8": "mean iteration time normalised by BSP (hardware efficiency)",
+    "fig9": "inter-update gaps at the parameter servers, VGG-16",
+    "fig12": "R²SP's speed-up over BSP against the link bandwidth",
+    "fig13": "R²SP's iteration and blocking time against r",
+    "table3": "blocking without tuning and the tuned batch sizes, cluster B",
+    "fig14": "injected delays: BSP, ASP, SSP, SAFA, R²SP with and without tuning",
+}
+REAL = {
+    "fig8": "hardware, statistical and overall efficiency normalised by BSP",
+    "fig11": "R²SP batch tuning against none on heterogeneous workers",
+    "fig14": "R²SP with tuning against BSP and SAFA with injected delays",
+}
+VERDICT_WORDS = ("reproduced", "same direction", "differs", "holds", "does not hold")
+
+
+_ROMAN = ((10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"))
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, digits in _ROMAN:
+        while n >= value:
+            out, n = out + digits, n - value
+    return out
+
+
+def _title(item: str) -> str:
+    """'Fig. N' or 'Table <roman N>' from the item key (fig8, table3)."""
+    if item.startswith("table"):
+        return "Table " + _roman(int(item.removeprefix("table")))
+    return "Fig. " + item.removeprefix("fig")
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _cell(value: str) -> str:
+    """A CSV cell for Markdown: numbers to four significant digits, empty as a dash."""
+    if value in ("", "None", "nan"):
+        return "–"
+    try:
+        x = float(value)
+    except ValueError:
+        return value
+    return value if x.is_integer() and "." not in value else f"{x:.4g}"
+
+
+def md_table(rows: Sequence[Mapping[str, str]], skip: Sequence[str] = ()) -> list[str]:
+    """Rows of a CSV as a Markdown table (columns in file order, ``skip`` left out)."""
+    if not rows:
+        return []
+    keys = [k for k in rows[0] if k not in skip]
+    out = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    out += ["| " + " | ".join(_cell(r.get(k, "")) for k in keys) + " |" for r in rows]
+    return out
+
+
+def tally(rows: Sequence[Mapping[str, str]]) -> str:
+    """How many cells of the verdict and claim columns carry each verdict."""
+    seen: Counter[str] = Counter()
+    for row in rows:
+        for key, value in row.items():
+            if (key.startswith(("verdict", "claim")) or key == "exact") and value in VERDICT_WORDS:
+                seen[value] += 1
+    return ", ".join(f"{word} {seen[word]}" for word in VERDICT_WORDS if seen[word]) or "none"
+
+
+def _num(x: Any, digits: int = 2) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "n/a"
+    return f"{v:.{digits}f}"
+
+
+def _setup(cfg: Mapping[str, Any]) -> str:
+    """One line of a real item's setup, from its stored configuration."""
+    bw = cfg.get("server_bandwidth_mb_s") or 0
+    link = f"PS ingress and egress each capped at {bw:g} MB/s" if bw else "PS links unthrottled"
+    extra = ""
+    if cfg.get("compute_multipliers"):
+        extra += f", compute multipliers {', '.join(f'{m:g}' for m in cfg['compute_multipliers'])}"
+    if cfg.get("iteration_delays"):
+        extra += f", injected delays {', '.join(f'{d:g}' for d in cfg['iteration_delays'])} s"
+    return (
+        f"{cfg['model']} on {cfg['dataset']}, {cfg['workers']} workers, {cfg['servers']} PS, "
+        f"{link}, batch {cfg['batch_size']}, lr {cfg['lr']:g}, at most "
+        f"{cfg['max_iterations']} iterations per worker, loss target {cfg['loss_threshold']:g} "
+        f"held for {cfg['convergence_window']} iterations{extra}"
+    )
+
+
+def _real_reading(item: str, rows: Sequence[Mapping[str, str]]) -> str:
+    """The computed one-paragraph reading of a real item's summary."""
+    by = {r.get("scheme", r.get("tuning", "")): r for r in rows}
+    if item == "fig8" and "r2sp" in by:
+        r = by["r2sp"]
+        return (
+            f"R²SP's iteration time is {_num(r['hardware_norm'])} of BSP's (paper "
+            f"{_num(r['paper_hardware_norm'])}: {r['verdict_hardware']}); its iterations to the "
+            f"target {_num(r['statistical_norm'])} of BSP's; its time to the target "
+            f"{_num(r['overall_norm'])} of BSP's (paper {_num(r['paper_overall_norm'])}: "
+            f"{r['verdict_overall']})."
+        )
+    if item == "fig11" and "idle" in by:
+        r = by["idle"]
+        return (
+            f"With tuning (mean batch {_num(r['mean_batch'], 1)} against "
+            f"{_num(by['none']['mean_batch'], 1)}) the time to the target is "
+            f"{_num(r['time_ratio'])} of the untuned time (paper {_num(r['paper_time_ratio'])}: "
+            f"{r['verdict_time']}); iterations {_num(r['iterations_ratio'])} of the untuned."
+        )
+    if item == "fig14" and "r2sp+tuning" in by:
+        r = by["r2sp+tuning"]
+        return (
+            f"R²SP with tuning: iteration time {_num(r['iteration_norm'])} of BSP's, iterations "
+            f"to the target {_num(r['statistical_norm'])} of BSP's, time to the target "
+            f"{_num(r['time_vs_second'])} of the second-best scheme's ({r['second_best']}; "
+            f"paper {_num(r['paper_time_vs_second'])}: {r['verdict_time']})."
+        )
+    return ""
+
+
+def _twin_lines(root: Path) -> list[str]:
+    lines = ["### Virtual-time twin at the paper's sizes (hardware efficiency only)", ""]
+    for item, what in TWIN.items():
+        rows = _read_csv(root / "cluster_twin" / item / "summary.csv")
+        lines += [f"#### Twin: {_title(item)} — {what}", ""]
+        if not rows:
+            lines += [f"Not published (no `cluster_twin/{item}/summary.csv`).", ""]
+            continue
+        lines += [*md_table(rows), "", f"Verdicts: {tally(rows)}.", ""]
+        png = root / "cluster_twin" / item / f"{item}.png"
+        if png.exists():
+            lines += [f"![twin {item}](report/cluster_twin/{item}/{item}.png)", ""]
+    return lines
+
+
+def _real_lines(root: Path) -> list[str]:
+    lines = ["### Small real runs on CPU (statistical and overall efficiency)", ""]
+    for item, what in REAL.items():
+        d = root / "cluster_real" / item
+        rows = _read_csv(d / "summary.csv")
+        lines += [f"#### Real: {_title(item)} — {what}", ""]
+        if not rows or not (d / "summary.json").exists():
+            lines += [f"Not run (no `cluster_real/{item}/summary.csv`).", ""]
+            continue
+        summary = json.loads((d / "summary.json").read_text())
+        seeds = ", ".join(str(s) for s in summary["seeds"])
+        lines += [f"Setup: {_setup(summary['config'])}; seeds {seeds}.", ""]
+        lines += [*md_table(rows), ""]
+        claims = _read_csv(d / "claims.csv")
+        lines += [f"- {c['claim']}: **{c['verdict']}**" for c in claims] + ([""] if claims else [])
+        reading = _real_reading(item, rows)
+        lines += ([reading, ""] if reading else []) + [f"Verdicts: {tally(rows + claims)}.", ""]
+        if (d / f"{item}.png").exists():
+            lines += [f"![real {item}](report/cluster_real/{item}/{item}.png)", ""]
+    return lines
+
+
+def cluster_lines(root: Path) -> list[str]:
+    """The whole cluster section; ``root`` is the folder holding ``cluster_twin/`` and
+    ``cluster_real/`` (``experiments/report``)."""
+    lo, hi = BAND
+    return [
+        "## Cluster mode: parameter-server training (R²SP, BSP, ASP, SSP, SAFA)",
+        "",
+        "Two kinds of results, never mixed: the **virtual-time twin** runs the cluster "
+        "policies at the paper's sizes over an emulated network (no model is trained; "
+        "`python -m experiments.cluster_twin`), and **small real runs** train on this "
+        "machine's CPU through the cluster runtime (gloo on loopback, every rank a process; "
+        "`python -m experiments.cluster_real`), far smaller than the paper's clusters and on a "
+        "shared, loaded machine, so their times vary from run to run. Nothing here ran on a GPU.",
+        "",
+        f"Verdict rule: a number the paper prints is *reproduced* when ours / paper lies in "
+        f"[{lo:g}, {hi:g}], *same direction* when both lie on the same side of the stated "
+        "baseline (BSP, or no tuning), else *differs*; a claim without a number *holds* or "
+        "*does not hold*.",
+        "",
+        *_twin_lines(root),
+        *_real_lines(root),
+    ]
