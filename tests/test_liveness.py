@@ -21,9 +21,10 @@ from fl_r2sp.flower import grid_transport
 from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry, is_transient
 from fl_r2sp.models.weights import flatten
-from fl_r2sp.protocol import Job
+from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.admission import OFFLINE_PREFIX, Admission, AdmissionParams
 from fl_r2sp.server.loop_base import StopRule
+from fl_r2sp.server.transport import InProcessTransport
 from fl_r2sp.server.wall_loop import WallLoop
 from fl_r2sp.strategies.base import ModelUpdated, Record, Send, Update
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
@@ -264,3 +265,29 @@ def test_a_restarted_node_is_reattached_and_gets_work_within_two_rounds() -> Non
     group_1 = [r for r in loop.events.of_kind("group_collect") if r["group"] == 1]
     after = [r["collected"] for r in group_1 if r["t"] >= rejoin[0]["t"]]
     assert any(1 in collected for collected in after[:2])  # within two rounds of group 1
+
+
+def test_resends_after_error_replies_back_off_and_offline_ones_do_not() -> None:
+    transport = InProcessTransport([0, 1], lambda j: Reply(j.cid, j.index, j.tag, None))
+    policy = FLR2SPPolicy(2, GroupParams(num_groups=1), OutlierParams(enabled=False))
+    loop = WallLoop(
+        policy=policy,
+        transport=transport,
+        model_size=2,
+        evaluator=None,
+        stop=StopRule(),
+        progress=False,
+        resend_backoff=0.5,
+    )
+    loop.clock = SimpleNamespace(now=lambda: 100.0)  # type: ignore[assignment]
+    error = Reply(0, 0, 0, None, error="client error: database is locked")
+    loop._note_error(error)
+    assert loop.waiting == {0: 100.5}
+    loop.dispatch(100.0, 0, np.zeros(2, np.float32), 0)  # the policy's re-send waits
+    assert 0 not in loop.inflight and 0 in loop.parked
+    loop._note_error(error)
+    assert loop.waiting == {0: 101.0}  # 0.5 x 2
+    loop._release_waiting(101.0)
+    assert 0 in loop.inflight and not loop.parked
+    loop._note_error(Reply(0, 1, 0, None, error=f"{OFFLINE_PREFIX}: node 11 left"))
+    assert loop.errors == {} and loop.waiting == {}  # a lost node is not a passing error
