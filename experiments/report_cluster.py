@@ -125,32 +125,35 @@ def _setup(cfg: Mapping[str, Any]) -> str:
 def _real_reading(item: str, rows: Sequence[Mapping[str, str]]) -> str:
     """The computed one-paragraph reading of a real item's summary."""
     by = {r.get("scheme", r.get("tuning", "")): r for r in rows}
-    if item == "fig8" and "r2sp" in by:
-        r = by["r2sp"]
+    key = {"fig8": "r2sp", "fig11": "idle", "fig14": "r2sp+tuning"}.get(item, "")
+    if key not in by:
+        return ""
+    r = by[key]
+
+    def n(col: str, digits: int = 2) -> str:
+        return _num(r.get(col), digits)
+
+    if item == "fig8":
         return (
-            f"R²SP's iteration time is {_num(r['hardware_norm'])} of BSP's (paper "
-            f"{_num(r['paper_hardware_norm'])}: {r['verdict_hardware']}); its iterations to the "
-            f"target {_num(r['statistical_norm'])} of BSP's; its time to the target "
-            f"{_num(r['overall_norm'])} of BSP's (paper {_num(r['paper_overall_norm'])}: "
-            f"{r['verdict_overall']})."
+            f"R²SP's iteration time is {n('hardware_norm')} of BSP's (paper "
+            f"{n('paper_hardware_norm')}: {r.get('verdict_hardware')}); its iterations to the "
+            f"target {n('statistical_norm')} of BSP's; its time to the target "
+            f"{n('overall_norm')} of BSP's (paper {n('paper_overall_norm')}: "
+            f"{r.get('verdict_overall')})."
         )
-    if item == "fig11" and "idle" in by:
-        r = by["idle"]
+    if item == "fig11":
+        untuned = _num(by.get("none", {}).get("mean_batch"), 1)
         return (
-            f"With tuning (mean batch {_num(r['mean_batch'], 1)} against "
-            f"{_num(by['none']['mean_batch'], 1)}) the time to the target is "
-            f"{_num(r['time_ratio'])} of the untuned time (paper {_num(r['paper_time_ratio'])}: "
-            f"{r['verdict_time']}); iterations {_num(r['iterations_ratio'])} of the untuned."
+            f"With tuning (mean batch {n('mean_batch', 1)} against {untuned}) the time to the "
+            f"target is {n('time_ratio')} of the untuned time (paper {n('paper_time_ratio')}: "
+            f"{r.get('verdict_time')}); iterations {n('iterations_ratio')} of the untuned."
         )
-    if item == "fig14" and "r2sp+tuning" in by:
-        r = by["r2sp+tuning"]
-        return (
-            f"R²SP with tuning: iteration time {_num(r['iteration_norm'])} of BSP's, iterations "
-            f"to the target {_num(r['statistical_norm'])} of BSP's, time to the target "
-            f"{_num(r['time_vs_second'])} of the second-best scheme's ({r['second_best']}; "
-            f"paper {_num(r['paper_time_vs_second'])}: {r['verdict_time']})."
-        )
-    return ""
+    return (
+        f"R²SP with tuning: iteration time {n('iteration_norm')} of BSP's, iterations to the "
+        f"target {n('statistical_norm')} of BSP's, time to the target {n('time_vs_second')} of "
+        f"the second-best scheme's ({r.get('second_best')}; paper {n('paper_time_vs_second')}: "
+        f"{r.get('verdict_time')})."
+    )
 
 
 def _twin_lines(root: Path) -> list[str]:
