@@ -97,9 +97,16 @@ class Chaos:
         self.log: list[str] = []
         self.kills = self.restarts = 0
 
-    def run(self) -> None:
-        """Loop until :attr:`stop`: wait, kill one node, wait, restart it."""
+    def run(self, lines: list[str]) -> None:
+        """Once the first model is evaluated (a line of ``lines``), kill and restart nodes.
+
+        Loops until :attr:`stop`: wait, kill one node, wait, restart it.
+        """
         n, m = self.args.num_supernodes, self.args.groups
+        while not any("] update " in line for line in lines):
+            if self.stop.wait(1.0):  # the ServerApp starts in 30-60 s on a busy machine
+                return
+        self.note("the run is training: chaos starts")
         while not self.stop.wait(self.args.kill_every):
             pid = int(self.rng.integers(n))
             sig = signal.SIGKILL if self.rng.random() < self.args.sigkill_share else signal.SIGTERM
@@ -192,9 +199,19 @@ def main(argv: list[str] | None = None) -> int:
             nodes[i] = start_node(i)
         cmd = dl.flwr_run_cmd(app, n, run_config(args, home / "runs"))
         print("$", " ".join(cmd), flush=True)
-        flwr = subprocess.Popen(cmd, env=env, cwd=app, start_new_session=True)
+        flwr = subprocess.Popen(
+            cmd,
+            env=env,
+            cwd=app,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         others.append(flwr)
-        thread = threading.Thread(target=chaos.run, daemon=True)
+        lines: list[str] = []
+        dl.stream(flwr, lines)
+        thread = threading.Thread(target=chaos.run, args=(lines,), daemon=True)
         thread.start()
         try:
             flwr.wait(timeout=args.timeout)

@@ -209,7 +209,8 @@ class GridTransport:
         self._dest[mid] = node
 
     def _fail(self, job: Job, error: str) -> None:
-        log.warning("client %d job %d failed: %s", job.cid, job.index, error)
+        # The loop logs the failed job (with its admission verdict): no second warning here.
+        log.debug("client %d job %d failed: %s", job.cid, job.index, error)
         self._failed.append(Reply(job.cid, job.index, job.tag, None, error=error))
 
     def poll(self, timeout: float) -> list[Reply]:
@@ -242,7 +243,7 @@ class GridTransport:
             self._by_cid.pop(job.cid, None)
             node = self._dest.pop(mid)
             error = f"{OFFLINE_PREFIX}: node {node} left the SuperLink's online set"
-            log.warning("client %d job %d failed: %s", job.cid, job.index, error)
+            log.debug("client %d job %d failed: %s", job.cid, job.index, error)
             out.append(Reply(job.cid, job.index, job.tag, None, error=error))
         return out
 
@@ -260,9 +261,10 @@ class GridTransport:
                     "clock that cannot become a failed job (virtual failures come only from the "
                     "dropout model), so the run stops: check the node, or raise job-timeout"
                 )
-            return Reply(
-                job.cid, job.index, job.tag, None, error=f"client error: {msg.error.reason}"
-            )
+            # Wall clock: Flower's "node without heartbeat" is a lost node, as the online set says.
+            lost = msg.error.code == ErrorCode.NODE_UNAVAILABLE
+            kind = OFFLINE_PREFIX if lost else "client error"
+            return Reply(job.cid, job.index, job.tag, None, error=f"{kind}: {msg.error.reason}")
         try:
             metrics = msg.content["metrics"]
             arrays = arrays_of(msg.content)
