@@ -27,6 +27,7 @@ import ast
 import hashlib
 import json
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -110,10 +111,44 @@ def older_run(
     return max(found)[1] if found else None
 
 
+@lru_cache(maxsize=1)
+def git_state() -> tuple[str | None, bool | None]:
+    """(HEAD commit, whether ``fl_r2sp/`` differs from it) of the engine's checkout.
+
+    ``(None, None)`` outside a git checkout or without git; a hint for readers (which commit
+    a code version was), never part of a key.
+    """
+    root = _ENGINE.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "fl_r2sp"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return head, bool(dirty.strip())
+
+
 def stamp(rec: dict[str, Any], config_key: str, seconds: float) -> dict[str, Any]:
-    """``rec`` with its provenance fields: config key, code version, schema, when, how long."""
+    """``rec`` with its provenance fields: config key, code version (and the git commit it
+    was taken from, if dirty), schema, when, how long."""
+    commit, dirty = git_state()
     rec.update(
         config_key=config_key,
+        git_commit=commit,
+        git_dirty=dirty,
         code_version=code_version(),
         schema=RUN_SCHEMA,
         computed_at=time.strftime("%Y-%m-%d %H:%M"),
@@ -135,6 +170,8 @@ def note_used(rec: dict[str, Any]) -> None:
             "label": rec["label"],
             "seed": rec["seed"],
             "code_version": code,
+            "git_commit": rec.get("git_commit"),
+            "git_dirty": rec.get("git_dirty"),
             "current": code == code_version(),
             "computed_at": rec.get("computed_at"),
             "run_seconds": rec.get("run_seconds"),
@@ -170,8 +207,12 @@ def summarise(provenance: dict[str, Any], current: str | None = None) -> str:
     """
     current = current or code_version()
     counts: dict[str, int] = {}
+    commits: dict[str, str] = {}
     for row in provenance.get("runs", []):
         counts[row["code_version"]] = counts.get(row["code_version"], 0) + 1
+        if row.get("git_commit"):
+            dirty = " + uncommitted edits" if row.get("git_dirty") else ""
+            commits[row["code_version"]] = f", commit {row['git_commit'][:7]}{dirty}"
     if not counts:
         return "No cached runs."
     item = provenance.get("code_version")
@@ -182,7 +223,7 @@ def summarise(provenance: dict[str, Any], current: str | None = None) -> str:
         return "the code the item ran with" if code == item else "older code, reused"
 
     parts = [
-        f"{n} by code `{code}` ({what(code)})"
+        f"{n} by code `{code}` ({what(code)}{commits.get(code, '')})"
         for code, n in sorted(counts.items(), key=lambda kv: (kv[0] != current, kv[0]))
     ]
     return "Runs: " + "; ".join(parts) + "."
