@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
 
 #: Seconds the runner waits beyond ``run_timeout_s`` before it kills ranks that are left.
 KILL_GRACE_S = 90.0
@@ -61,14 +62,16 @@ def _rank_main(cfg: dict[str, Any], url: str, rank: int, world: int, env: dict[s
 
 
 def run_local(
-    cfg: ClusterConfig, env: dict[str, str] | None = None, start_method: str = "forkserver"
+    cfg: ClusterConfig | ReduceRunConfig,
+    env: dict[str, str] | None = None,
+    start_method: str = "forkserver",
 ) -> LocalRun:
     """Validate ``cfg``, run all its ranks as child processes, wait, return the outcome.
 
     Parameters
     ----------
-    cfg : ClusterConfig
-        The run.
+    cfg : ClusterConfig or ReduceRunConfig
+        The run (a PS run, or an all-reduce-family run).
     env : dict or None, default None
         Extra environment variables of every rank (e.g. the worker kill hook).
     start_method : str, default "forkserver"

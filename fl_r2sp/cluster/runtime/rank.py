@@ -74,12 +74,20 @@ def run_rank(
     ----------
     config : ClusterConfig or dict
         The run configuration (a dict from :meth:`ClusterConfig.to_dict` crosses process
-        boundaries); validated again here.
+        boundaries); validated again here. An all-reduce-family run (a
+        :class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig` or its dict) goes to
+        :func:`~fl_r2sp.cluster.runtime.reduce_rank.run_reduce_rank`.
     init_method : str or None, default None
         ``torch.distributed`` init method (None: ``env://``, as set by torchrun/elastic).
     rank, world_size, local_rank : int or None
         Default to ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (0) from the environment.
     """
+    from fl_r2sp.cluster.runtime.reduce_config import is_reduce_run
+
+    if is_reduce_run(config):  # all reduce / partial / selective: no parameter server
+        from fl_r2sp.cluster.runtime.reduce_rank import run_reduce_rank
+
+        return run_reduce_rank(config, init_method, rank, world_size, local_rank)
     cfg = config if isinstance(config, ClusterConfig) else ClusterConfig.from_dict(config)
     cfg.validate(check_model=False)
     rank = _env_int("RANK", rank)

@@ -1,0 +1,176 @@
+"""A worker of the decentralised all-reduce runtime: compute, announce, reduce with a group.
+
+Round ``k`` of worker ``w``:
+
+1. take a ticket (``store.add(TICKETS, 1)``); beyond the budget, set ``ready/w/k`` =
+   ``{"stop": true}`` and leave (no partner ever waits for it: the controller shrinks its
+   live set);
+2. compute one local SGD step on its own batch (or sleep the scripted time), sleep the
+   emulated slowdown;
+3. set ``ready/w/k`` with the compute time and loss, wait for ``assign/w/k`` (the group id,
+   members, this member's weight, and the process-group plan; or ``stop``);
+4. drop the groups the plan names, get or build the group's ``ProcessGroupGloo``, run the
+   weighted all-reduce of its flattened parameters through its link's token bucket, and set
+   ``done/w/k`` with the reduce time, the bytes it charged and whether it succeeded. A failed
+   reduce (a member died) restores the parameters from before the reduce; the round still
+   counts.
+
+Every wait is bounded (the assignment by ``timeout_s``; gloo by the groups' timeout).
+Test hook: ``FL_R2SP_CLUSTER_KILL="<worker>:<round>"`` makes the process exit abruptly right
+after announcing that round (it then sits in the ready queue, dead).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+from fl_r2sp.cluster.config import num_classes_of
+from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.runtime.context import set_json, wait_get
+from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
+from fl_r2sp.cluster.runtime.subgroups import SubgroupCache, weighted_allreduce
+from fl_r2sp.cluster.runtime.throttle import TokenBucket
+from fl_r2sp.cluster.runtime.worker import KILL_ENV, pick_device, worker_seed
+
+PREFIX = "fl_r2sp/rd/"
+TICKETS = f"{PREFIX}tickets"
+GO_KEY = f"{PREFIX}go"
+
+
+def ready_key(w: int, k: int) -> str:
+    """Worker ``w`` finished computing round ``k`` (or leaves: ``stop``)."""
+    return f"{PREFIX}ready/{w}/{k}"
+
+
+def assign_key(w: int, k: int) -> str:
+    """The controller's group assignment of worker ``w``'s round ``k``."""
+    return f"{PREFIX}assign/{w}/{k}"
+
+
+def done_key(w: int, k: int) -> str:
+    """Worker ``w`` finished the reduce of round ``k``."""
+    return f"{PREFIX}done/{w}/{k}"
+
+
+class ReduceWorker:
+    """One worker rank (rank == worker id) of an all-reduce-family run.
+
+    Parameters
+    ----------
+    cfg : ReduceRunConfig
+        The run.
+    rank, local_rank : int
+        This rank.
+    flat : torch.Tensor
+        The initial flattened parameters (copied).
+    store : dist.Store
+        A store client owned by this worker's thread.
+    """
+
+    def __init__(
+        self, cfg: ReduceRunConfig, rank: int, local_rank: int, flat: torch.Tensor, store: Any
+    ) -> None:
+        base = cfg.base
+        self.cfg, self.base, self.w, self.store = cfg, base, rank, store
+        self.device = pick_device(base.devices, rank, local_rank)
+        self.model = build_model(base.model, num_classes_of(base.dataset), base.seed)
+        self.model.to(self.device)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.flat = flat.detach().clone().contiguous()
+        self.backup = torch.empty_like(self.flat)
+        caps = cfg.link_caps()
+        chunk = base.chunk_kb * 1024
+        self.bucket = TokenBucket(caps[rank] * 1e6, chunk) if caps else None
+        self.chunk_bytes = chunk
+        self.groups = SubgroupCache(store, rank, base.timeout_s)
+        self.stream: Any = None
+        if not base.scripted_compute:
+            from fl_r2sp.cluster.data import BatchStream, make_dataset
+
+            data = make_dataset(base.model, base.dataset, base.data_dir or None, base.seed,
+                                include_test=False, max_train=base.max_train)  # fmt: skip
+            gen = torch.Generator().manual_seed(worker_seed(base.seed, rank))
+            self.stream = BatchStream(data.train, base.batch_size, gen)
+        kill = os.environ.get(KILL_ENV, "")
+        self.kill_at = int(kill.split(":")[1]) if kill and int(kill.split(":")[0]) == rank else -1
+        self.rounds = 0
+
+    def run(self) -> None:
+        """Play rounds until the budget or a stop; leave on a silent controller."""
+        wait_get(self.store, GO_KEY, self.base.timeout_s, delete=False)
+        k = 0
+        try:
+            while self._round(k):
+                k += 1
+        except TimeoutError as exc:  # the controller went silent: leave rather than hang
+            print(f"[worker {self.w}] no assignment from the controller: {exc}", flush=True)
+        finally:
+            self.rounds = k
+            self.groups.clear()
+
+    def _round(self, k: int) -> bool:
+        if int(self.store.add(TICKETS, 1)) > self.cfg.budget:
+            set_json(self.store, ready_key(self.w, k), {"stop": True})
+            return False
+        t0 = time.perf_counter()
+        loss = self._compute(k)
+        slow = self.base.compute_multipliers[self.w] - 1.0 if self.base.compute_multipliers else 0
+        delay = slow * (time.perf_counter() - t0)
+        delay += self.base.iteration_delays[self.w] if self.base.iteration_delays else 0.0
+        if delay > 0:
+            time.sleep(delay)
+        compute_s = time.perf_counter() - t0
+        set_json(self.store, ready_key(self.w, k), {"compute_s": compute_s, "loss": loss})
+        if k == self.kill_at:
+            os._exit(17)  # test hook: die while queued
+        assign = wait_get(self.store, assign_key(self.w, k), self.base.timeout_s)
+        if assign.get("stop"):
+            return False
+        set_json(self.store, done_key(self.w, k), self._reduce(assign))
+        return True
+
+    def _compute(self, k: int) -> float:
+        """One local SGD step on this worker's next batch; returns the batch loss."""
+        if self.base.scripted_compute:
+            time.sleep(self.base.scripted_compute[self.w][k])
+            return math.nan
+        nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
+        x, y = self.stream.take(self.base.batch_size)
+        self.model.train()
+        self.model.zero_grad(set_to_none=False)
+        loss = batch_loss(self.model, x.to(self.device), y.to(self.device))
+        loss.backward()
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        self.flat.add_(torch.cat([g.reshape(-1) for g in grads]).cpu(), alpha=-self.base.lr)
+        return float(loss.item())
+
+    def _reduce(self, assign: dict[str, Any]) -> dict[str, Any]:
+        """Run the assigned weighted all-reduce; return the done report."""
+        members = [int(m) for m in assign["members"]]
+        weight = float(assign["weights"][members.index(self.w)])
+        self.groups.drop(assign.get("drop", []))
+        self.backup.copy_(self.flat)
+        t0 = time.perf_counter()
+        out: dict[str, Any] = {"ok": True, "bytes": 0, "build_s": 0.0, "sync_s": 0.0}
+        try:
+            pg = None
+            if len(members) > 1:
+                pg = self.groups.get(assign["pg"], members, bool(assign["build"]))
+            t1 = time.perf_counter()
+            out["bytes"] = weighted_allreduce(self.flat, weight, pg, self.bucket,
+                                              self.chunk_bytes, self.base.timeout_s)  # fmt: skip
+            out["build_s"], out["sync_s"] = t1 - t0, time.perf_counter() - t1
+        except Exception as exc:  # a member died or timed out: keep the pre-reduce model
+            self.flat.copy_(self.backup)
+            self.groups.drop([assign.get("pg", "")])
+            out.update(ok=False, error=str(exc).splitlines()[0][:200] if str(exc) else "error")
+            out["sync_s"] = time.perf_counter() - t0
+        if assign.get("ephemeral"):
+            self.groups.drop([assign["pg"]])
+        return out
