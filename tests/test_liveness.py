@@ -195,6 +195,10 @@ def test_a_duplicate_partition_is_refused_and_takes_over_when_the_first_node_lea
     assert pmap.refresh() == []  # still refused while node 10 is online
     grid.online.discard(10)
     assert pmap.refresh() == [0] and pmap.node_of[0] == 12
+    grid.online.discard(11)  # partition 1's node misses its heartbeats ...
+    assert pmap.refresh() == [] and pmap.lost() == {1}
+    grid.online.add(11)  # ... and sends them again: the same node is back
+    assert pmap.refresh() == [1] and pmap.node_of[1] == 11
 
 
 def test_nodes_missing_at_start_are_named_after_the_bounded_wait() -> None:

@@ -11,6 +11,8 @@ asks nodes it has not seen yet for their partition id, and settles answers:
 * an unknown partition is attached to the node;
 * a known partition whose node left the online set is *re-attached* to the
   new node (a restarted SuperNode comes back with a new node id);
+* a partition whose node left the online set and came back (heartbeats
+  missed, then resumed: same node id) is reported like a re-attachment;
 * a known partition whose node is still online is a *duplicate*: the new
   node is refused with a warning, not a crash, and remembered as a claimant
   that takes over if the first node goes offline (a SuperNode killed and
@@ -81,7 +83,10 @@ class PartitionMap:
             Partitions that got a new node in this call (first attachments included).
         """
         ids = call_with_retry(lambda: list(self.grid.get_node_ids()), "get_node_ids", self.retry)
+        was_lost = self.lost()
         self.online = set(ids)
+        # A node that missed heartbeats (a starved machine) comes back online with its own id.
+        back = sorted(p for p in was_lost if self.node_of[p] in self.online)
         new = sorted(n for n in self.online if n not in self._seen)
         if new:
             msgs = [self.make_query(n) for n in new]
@@ -92,7 +97,7 @@ class PartitionMap:
                 if mid:
                     self._asked[mid] = node
                     self._seen.add(node)
-        return self.read_answers() + self._settle_claims()
+        return back + self.read_answers() + self._settle_claims()
 
     def read_answers(self) -> list[int]:
         """Pull the answers to the queries asked so far; the partitions they attached."""
