@@ -4,7 +4,7 @@
 One SuperLink and N SuperNodes as in ``scripts/deploy_local.py`` (insecure,
 loopback, temporary ``FLWR_HOME``); the app runs on the wall clock with
 hostile clients from the ``attack`` knob (default: a 1e30 client, a x1000
-client, a sign flipper and one claiming ``num-examples = -5``). While it runs,
+client, one claiming ``num-examples = -5`` and a sign flipper). While it runs,
 a seeded schedule kills a random live SuperNode every ``--kill-every``
 seconds (SIGTERM, which deactivates the node at the SuperLink at once, or
 SIGKILL, which the SuperLink notices only when the heartbeat expires, 36-60 s)
@@ -56,7 +56,9 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     wait_http_ok,
 )
 
-ATTACK = "huge(1e30)@1+scale(1000)@2+sign-flip@5+examples(-5)@6"
+#: One rejected attacker per group of the default 2 groups (ids 1, 2), one more in group 1
+#: (examples -5, id 3) and an accepted sign flipper (id 4).
+ATTACK = "huge(1e30)@1+scale(1000)@2+examples(-5)@3+sign-flip@4"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,6 +66,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--num-supernodes", type=int, default=8)
     p.add_argument("--groups", type=int, default=2, help="num-groups (default: 2)")
+    p.add_argument(
+        "--fraction",
+        type=float,
+        default=0.5,
+        help="C (default 0.5: a group of 4 collects 2, so one lost and one rejected member "
+        "do not hold it up)",
+    )
     p.add_argument("--duration", type=float, default=120.0, help="time-budget of the run, s")
     p.add_argument("--kill-every", type=float, default=12.0, help="seconds between kills")
     p.add_argument("--down", type=float, default=6.0, help="seconds a killed node stays down")
@@ -79,7 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run_config(args: argparse.Namespace, run_dir: Path) -> str:
     """The run's overrides: wall clock, short local jobs, the attack, the time budget."""
     keys = (
-        f"num-groups={args.groups} fraction=0.75 local-iterations=5 eval-every=4 "
+        f"num-groups={args.groups} fraction={args.fraction:g} local-iterations=5 eval-every=4 "
         f"max-updates=0 time-budget={args.duration:g} seed={args.seed} plots=false "
         f"job-timeout=120.0 max-lost-share=1.0 node-wait=60.0 attack='{args.attack}' "
         f"run-dir='{run_dir.as_posix()}'"
