@@ -3,19 +3,22 @@
 Goal (issue 12): one 20-trial sweep point at n = 200 over 100 s of simulated training (the
 paper's default setup, Transformer-trace proxy, analytic ring time) in under a minute on this
 machine, for all three schemes together. Also reports the flow-level mode's cost on a smaller
-point (it is the fidelity check, not the sweep engine). The runtime part of this benchmark
-(dynamic-group creation and reduce latency on torch.distributed) comes with the runtime.
+point (it is the fidelity check, not the sweep engine). ``--runtime`` adds the runtime part
+(``bench_allreduce_runtime.py``: dynamic-group creation and reduce latency on torch.distributed,
+cached and uncached, vs a full all-reduce; threads and fds after 100 groups).
 
 Usage::
 
     python benchmarks/bench_allreduce.py                   # 20 trials, n = 200
     python benchmarks/bench_allreduce.py --trials 5 --workers 120 --trace cnn
+    python benchmarks/bench_allreduce.py --trials 0 --runtime    # the runtime part only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from fl_r2sp.cluster.policies.reduce import ReduceParams
@@ -64,7 +67,18 @@ def main() -> None:
         default=40,
         help="n of the flow-level point (2 trials); 0 skips it",
     )
+    parser.add_argument("--runtime", action="store_true", help="also run the runtime part")
     ns = parser.parse_args()
+    if ns.trials > 0:
+        _simulator(ns)
+    if ns.runtime:
+        from bench_allreduce_runtime import main as runtime_main  # this script's folder
+
+        sys.argv = [sys.argv[0]]
+        runtime_main()
+
+
+def _simulator(ns: argparse.Namespace) -> None:
     point = sweep_point(ns.workers, ns.trials, ns.trace)
     total = sum(v["wall_s"] for v in point.values())  # type: ignore[index]
     print(f"sweep point: n={ns.workers}, {ns.trials} trials, 100 s simulated, {ns.trace}")
