@@ -26,20 +26,9 @@ field of :class:`~fl_r2sp.strategies.params.GroupParams` or
   (:mod:`fl_r2sp.strategies.scoring`) after the application; a client is
   excluded from the round *after* its ``rounds``-th consecutive low score.
 
-Records emitted (``Record.kind``: fields, every row has ``t``):
-``client_update`` (cid, group, tag, round, straggler, action, loss,
-num_examples) on every arrival; ``client_score`` (cid, group, round, cosine,
-streak, straggler; with ``all_references`` also ``cosine_<reference>`` for every
-reference) when scored; ``group_collect`` (group, round, t_release,
-t_collect, round_time, collected, need); ``group_apply`` (group, round,
-version, t_apply, t_collect, turn_wait, T, gap); ``blacklist`` (cid, group,
-known_outlier); ``client_failure`` (cid, group, tag, reason, consecutive,
-dropped); ``group_empty`` (group, round, why) when a group's last active member
-is dropped or blacklisted (the fixed order skips it from then on);
-``client_rejoin`` (cid, group, revived) when a lost client is reachable again
-(a dropped one is taken back and gets the group's model; a group that was
-empty restarts its round from the current global model); ``ignored`` (cid,
-what, why).
+Records emitted: :mod:`fl_r2sp.strategies.flr2sp_records` lists every row kind and its
+fields; the outlier scoring (``client_score``, ``blacklist``) lives in
+:mod:`fl_r2sp.strategies.group_scoring`.
 """
 
 from __future__ import annotations
@@ -50,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.strategies.aggregation import AggregationKind, aggregate, coefficients, mix
+from fl_r2sp.strategies.aggregation import AggregationKind, aggregate, mix
 from fl_r2sp.strategies.base import (
     Decision,
     ModelUpdated,
@@ -69,15 +58,18 @@ from fl_r2sp.strategies.common import (
     ignored,
     rejoined,
 )
-from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
-from fl_r2sp.strategies.outliers import OutlierFilter, cosine
-from fl_r2sp.strategies.params import MAX_FAILURES, GroupParams, OutlierParams, SchemeParams
-from fl_r2sp.strategies.reference_scores import reference_cosines, score_field
-from fl_r2sp.strategies.scoring import (
-    CosineReferenceKind,
-    client_references,
-    group_reference,
+from fl_r2sp.strategies.flr2sp_records import (
+    apply_record,
+    arrival_record,
+    collect_record,
+    empty_record,
+    failure_record,
 )
+from fl_r2sp.strategies.group_scoring import GroupScorer
+from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
+from fl_r2sp.strategies.outliers import OutlierFilter
+from fl_r2sp.strategies.params import MAX_FAILURES, GroupParams, OutlierParams, SchemeParams
+from fl_r2sp.strategies.scoring import CosineReferenceKind
 
 
 class FLR2SPPolicy(Policy):
@@ -118,17 +110,13 @@ class FLR2SPPolicy(Policy):
                 f"= {len(self._clients)}]"
             )
         self.group_params, self.outlier_params = group, outliers
-        self.outlier_warmup = int(outliers.warmup)
         self.num_groups = int(group.num_groups)
         self.fraction = float(group.fraction)
         self.gap_factor = float(group.gap_factor)
         self.strict_order = bool(group.strict_order)
         self.aggregation: AggregationKind = group.aggregation
         self.robust = group.robust
-        self.cosine_reference: CosineReferenceKind = outliers.reference
-        self.score_stragglers = bool(outliers.score_stragglers)
-        self.score_all_references = bool(outliers.all_references)
-        self.filter = OutlierFilter(outliers, known_outliers)
+        self.scorer = GroupScorer(outliers, known_outliers, self.aggregation)
         self.failures = FailureCounter(max_failures)
         self.ema = RoundTimeEMA(group.ema_weight, group.initial_round_time)
         self._groups: list[GroupState] = []
@@ -150,6 +138,31 @@ class FLR2SPPolicy(Policy):
         return cls(clients, scheme.group, scheme.outliers, known_outliers, scheme.max_failures)
 
     # ------------------------------------------------------------------ API
+    @property
+    def filter(self) -> OutlierFilter:
+        """The outlier filter (streaks, blacklist) the scorer feeds."""
+        return self.scorer.filter
+
+    @property
+    def outlier_warmup(self) -> int:
+        """Group rounds left unscored at the start."""
+        return self.scorer.warmup
+
+    @property
+    def cosine_reference(self) -> CosineReferenceKind:
+        """The reference delta clients are scored against."""
+        return self.scorer.reference
+
+    @property
+    def score_stragglers(self) -> bool:
+        """Whether straggler updates are scored too."""
+        return self.scorer.stragglers
+
+    @property
+    def score_all_references(self) -> bool:
+        """Whether every reference's cosine is recorded."""
+        return self.scorer.all_references
+
     @property
     def weights(self) -> np.ndarray:
         return self._w
@@ -204,20 +217,8 @@ class FLR2SPPolicy(Policy):
             return [ignored(now, cid, "failure", "no job in flight or client inactive")]
         group = self._groups[self.group_of(cid)]
         dropped = self.failures.failure(cid)
-        out: list[Decision] = [
-            Record(
-                "client_failure",
-                {
-                    "t": now,
-                    "cid": cid,
-                    "group": group.gid,
-                    "tag": tag,
-                    "reason": reason,
-                    "consecutive": self.failures.consecutive(cid),
-                    "dropped": dropped,
-                },
-            )
-        ]
+        consecutive = self.failures.consecutive(cid)
+        out: list[Decision] = [failure_record(now, group, cid, tag, reason, consecutive, dropped)]
         if dropped:
             out += self._shrink(now, group, f"client {cid} dropped after repeated failures")
             out += self._check_collect(now, group)
@@ -300,8 +301,7 @@ class FLR2SPPolicy(Policy):
         self._active[group.gid] -= 1
         if self._active[group.gid] > 0:
             return []
-        fields = {"t": now, "group": group.gid, "round": group.round, "why": why}
-        return [Record("group_empty", fields)]
+        return [empty_record(now, group, why)]
 
     def _gap(self) -> float:
         if self.num_groups == 1:
@@ -317,31 +317,13 @@ class FLR2SPPolicy(Policy):
     def _arrival(
         self, now: float, group: GroupState, update: Update, straggler: bool, action: str
     ) -> Record:
-        return Record(
-            "client_update",
-            {
-                "t": now,
-                "cid": update.cid,
-                "group": group.gid,
-                "tag": update.tag,
-                "round": group.round,
-                "straggler": straggler,
-                "action": action,
-                "loss": update.loss,
-                "num_examples": update.num_examples,
-            },
-        )
+        return arrival_record(now, group, update, straggler, action)
 
     def _straggler(
         self, now: float, group: GroupState, update: Update, sent: np.ndarray
     ) -> list[Decision]:
         self.num_stragglers += 1
-        out: list[Decision] = []
-        if self.score_stragglers and group.last_reference is not None:
-            delta = np.asarray(update.weights, np.float64) - np.asarray(sent, np.float64)
-            out += self._observe(
-                now, group, update.cid, cosine(delta, group.last_reference), straggler=True
-            )
+        out = self.scorer.score_straggler(now, group, update, sent, self._shrink)
         if not self._is_active(update.cid):
             action = "blacklisted"
             out += self._check_collect(now, group)  # active shrank: threshold may be met
@@ -361,21 +343,7 @@ class FLR2SPPolicy(Policy):
         group.t_collect = float(now)
         group.round_time = float(now) - group.t_release
         group.intra = aggregate(group.collected, self.aggregation, self.robust)
-        return [
-            Record(
-                "group_collect",
-                {
-                    "t": now,
-                    "group": group.gid,
-                    "round": group.round,
-                    "t_release": group.t_release,
-                    "t_collect": now,
-                    "round_time": group.round_time,
-                    "collected": [u.cid for u in group.collected],
-                    "need": need,
-                },
-            )
-        ]
+        return [collect_record(now, group, need)]
 
     def _advance(self, now: float) -> list[Decision]:
         """Apply every group allowed to apply at ``now``; else ask for a timer."""
@@ -421,81 +389,9 @@ class FLR2SPPolicy(Policy):
         self._turn = (group.gid + 1) % self.num_groups
         out: list[Decision] = [
             ModelUpdated(self._version, self._w),
-            Record(
-                "group_apply",
-                {
-                    "t": now,
-                    "group": group.gid,
-                    "round": group.round,
-                    "version": self._version,
-                    "t_apply": now,
-                    "t_collect": group.t_collect,
-                    "turn_wait": now - group.t_collect,
-                    "T": self.ema.value,
-                    "gap": gap,
-                },
-            ),
+            apply_record(now, group, self._version, self.ema.value, gap),
         ]
-        out += self._score(now, group, w_before)
+        out += self.scorer.score_round(now, group, self._w, w_before, self._shrink)
         finished = [u.cid for u in group.collected] + group.held
         group.next_round(now, self._w)
         return out + self._send(group, self._release_targets(group, finished))
-
-    def _score(self, now: float, group: GroupState, w_before: np.ndarray) -> list[Decision]:
-        assert group.intra is not None
-        ref = group_reference(self.cosine_reference, group.start, group.intra, self._w, w_before)
-        group.last_reference = ref
-        if group.round < self.outlier_warmup:
-            return []
-        vectors = [u.weights for u in group.collected]
-        coefs = coefficients(group.collected, self.aggregation)
-        refs = client_references(self.cosine_reference, vectors, coefs, group.start, ref)
-        start = np.asarray(group.start, dtype=np.float64)
-        every: list[dict[str, float]] = [{} for _ in vectors]
-        if self.score_all_references:  # the same updates under every reading, for comparison
-            every = reference_cosines(group.start, group.intra, self._w, w_before, vectors, coefs)
-        out: list[Decision] = []
-        for update, reference, more in zip(group.collected, refs, every, strict=True):
-            delta = np.asarray(update.weights, dtype=np.float64) - start
-            out += self._observe(now, group, update.cid, cosine(delta, reference), False, more)
-        return out
-
-    def _observe(
-        self,
-        now: float,
-        group: GroupState,
-        cid: int,
-        score: float,
-        straggler: bool,
-        every: dict[str, float] | None = None,
-    ) -> list[Decision]:
-        banned = self.filter.observe(cid, score, now)
-        out: list[Decision] = [
-            Record(
-                "client_score",
-                {
-                    "t": now,
-                    "cid": cid,
-                    "group": group.gid,
-                    "round": group.round,
-                    "cosine": score,
-                    "streak": self.filter.streak(cid),
-                    "straggler": straggler,
-                    **{score_field(k): v for k, v in (every or {}).items()},
-                },
-            )
-        ]
-        if banned:
-            out.append(
-                Record(
-                    "blacklist",
-                    {
-                        "t": now,
-                        "cid": cid,
-                        "group": group.gid,
-                        "known_outlier": cid in self.filter.known_outliers,
-                    },
-                )
-            )
-            out += self._shrink(now, group, f"client {cid} blacklisted")
-        return out

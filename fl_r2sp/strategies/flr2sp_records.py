@@ -1,0 +1,102 @@
+"""The telemetry rows FL-R²SP emits about its groups: one builder per row kind.
+
+Records emitted by :class:`~fl_r2sp.strategies.flr2sp.FLR2SPPolicy` (``Record.kind``:
+fields, every row has ``t``): ``client_update`` (cid, group, tag, round, straggler, action,
+loss, num_examples) on every arrival; ``client_score`` (cid, group, round, cosine, streak,
+straggler; with ``all_references`` also ``cosine_<reference>`` for every reference) when
+scored; ``group_collect`` (group, round, t_release, t_collect, round_time, collected, need);
+``group_apply`` (group, round, version, t_apply, t_collect, turn_wait, T, gap); ``blacklist``
+(cid, group, known_outlier); ``client_failure`` (cid, group, tag, reason, consecutive,
+dropped); ``group_empty`` (group, round, why) when a group's last active member is dropped or
+blacklisted (the fixed order skips it from then on); ``client_rejoin`` (cid, group, revived)
+when a lost client is reachable again (a dropped one is taken back and gets the group's model;
+a group that was empty restarts its round from the current global model); ``ignored`` (cid,
+what, why). ``client_score`` and ``blacklist`` rows are built by
+:mod:`fl_r2sp.strategies.group_scoring`; ``client_rejoin`` and ``ignored`` by
+:mod:`fl_r2sp.strategies.common`; the others here.
+"""
+
+from __future__ import annotations
+
+from fl_r2sp.strategies.base import Record, Update
+from fl_r2sp.strategies.groups import GroupState
+
+
+def arrival_record(
+    now: float, group: GroupState, update: Update, straggler: bool, action: str
+) -> Record:
+    """The ``client_update`` row of one arrival (``action``: what the policy did with it)."""
+    return Record(
+        "client_update",
+        {
+            "t": now,
+            "cid": update.cid,
+            "group": group.gid,
+            "tag": update.tag,
+            "round": group.round,
+            "straggler": straggler,
+            "action": action,
+            "loss": update.loss,
+            "num_examples": update.num_examples,
+        },
+    )
+
+
+def failure_record(
+    now: float, group: GroupState, cid: int, tag: int, reason: str, consecutive: int, dropped: bool
+) -> Record:
+    """The ``client_failure`` row of one failed job."""
+    return Record(
+        "client_failure",
+        {
+            "t": now,
+            "cid": cid,
+            "group": group.gid,
+            "tag": tag,
+            "reason": reason,
+            "consecutive": consecutive,
+            "dropped": dropped,
+        },
+    )
+
+
+def empty_record(now: float, group: GroupState, why: str) -> Record:
+    """The ``group_empty`` row: the group's last active member is gone."""
+    return Record("group_empty", {"t": now, "group": group.gid, "round": group.round, "why": why})
+
+
+def collect_record(now: float, group: GroupState, need: int) -> Record:
+    """The ``group_collect`` row of a group that has just collected ``need`` updates."""
+    return Record(
+        "group_collect",
+        {
+            "t": now,
+            "group": group.gid,
+            "round": group.round,
+            "t_release": group.t_release,
+            "t_collect": now,
+            "round_time": group.round_time,
+            "collected": [u.cid for u in group.collected],
+            "need": need,
+        },
+    )
+
+
+def apply_record(
+    now: float, group: GroupState, version: int, round_time_estimate: float, gap: float
+) -> Record:
+    """The ``group_apply`` row of a group's application (``T``: the EMA after it)."""
+    return Record(
+        "group_apply",
+        {
+            "t": now,
+            "group": group.gid,
+            "round": group.round,
+            "version": version,
+            "t_apply": now,
+            "t_collect": group.t_collect,
+            "turn_wait": now - group.t_collect,
+            "T": round_time_estimate,
+            "gap": gap,
+        },
+    )
