@@ -55,8 +55,10 @@ def plot_fig8(path: Path, table: Sequence[Mapping[str, Any]], recs: Records,
     _bars(left, table, "scheme", (("hardware_norm", "iteration time"),
                                   ("statistical_norm", "iterations to target"),
                                   ("overall_norm", "time to target")))  # fmt: skip
-    left.set_title("Fig. 8 (real, CPU): mlp-wide, 4 workers, 1 PS at 20 MB/s")
-    target = next(iter(recs.values()))["config"]["loss_threshold"]
+    cfg = next(iter(recs.values()))["config"]
+    left.set_title(f"Fig. 8 (real, CPU): {cfg['model']}, {cfg['workers']} workers, "
+                   f"{cfg['servers']} PS at {cfg['server_bandwidth_mb_s']:g} MB/s")  # fmt: skip
+    target = cfg["loss_threshold"]
     _curves(right, recs, [str(r["scheme"]) for r in table], seeds, target)
     return save(fig, path)
 
@@ -64,9 +66,11 @@ def plot_fig8(path: Path, table: Sequence[Mapping[str, Any]], recs: Records,
 def plot_fig11(path: Path, recs: Records, seeds: Sequence[int]) -> Path:
     """Fig. 11: loss over time of R²SP without and with batch tuning."""
     fig, ax = figure(path)
-    target = next(iter(recs.values()))["config"]["loss_threshold"]
-    _curves(ax, recs, ("none", "idle"), seeds, target)
-    ax.set_title("Fig. 11 (real, CPU): R²SP tuning none vs idle, ResNet-32, cluster-B speeds")
+    cfg = next(iter(recs.values()))["config"]
+    _curves(ax, recs, ("none", "idle"), seeds, cfg["loss_threshold"])
+    mult = ", ".join(f"{m:g}" for m in cfg["compute_multipliers"])
+    ax.set_title(f"Fig. 11 (real, CPU): R²SP tuning none vs idle, {cfg['model']}, "
+                 f"multipliers {mult}", fontsize=9)  # fmt: skip
     return save(fig, path)
 
 
@@ -80,7 +84,9 @@ def plot_fig14(path: Path, table: Sequence[Mapping[str, Any]], recs: Records,
     _bars(left, table, "scheme", (("iteration_norm", "iteration time"),
                                   ("statistical_norm", "iterations to target"),
                                   ("overall_norm", "time to target")))  # fmt: skip
-    left.set_title("Fig. 14 (real, CPU): transformer, delays 0/0/0.5/0.5/1/1 s")
-    target = next(iter(recs.values()))["config"]["loss_threshold"]
+    cfg = next(iter(recs.values()))["config"]
+    delays = "/".join(f"{d:g}" for d in cfg["iteration_delays"])
+    left.set_title(f"Fig. 14 (real, CPU): {cfg['model']}, delays {delays} s")
+    target = cfg["loss_threshold"]
     _curves(right, recs, [str(r["scheme"]) for r in table], seeds, target)
     return save(fig, path)
