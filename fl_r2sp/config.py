@@ -17,6 +17,10 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from fl_r2sp.config_checks import check as _check
+from fl_r2sp.config_checks import check_values
+from fl_r2sp.config_checks import coerce as _coerce
+from fl_r2sp.config_checks import key_of as _k
 from fl_r2sp.strategies.aggregation import AggregationKind
 from fl_r2sp.strategies.params import (
     BSP_SAMPLING,
@@ -329,117 +333,4 @@ class RunConfig:
         )
         self._check_choices()
         self.scheme_params()  # the records validate the scheme knobs (one place)
-        _check(self.num_partitions >= 1, "num-partitions", self.num_partitions, "need >= 1 client")
-        _check(
-            self.groups <= self.num_partitions,
-            "num-groups",
-            self.groups,
-            f"more groups than clients ({self.num_partitions}); lower num-groups",
-        )
-        if self.group_size > 0:
-            _check(
-                self.group_size <= self.num_partitions,
-                "group-size",
-                self.group_size,
-                f"larger than the number of clients ({self.num_partitions})",
-            )
-        _check(self.alpha > 0, "alpha", self.alpha, "Dirichlet alpha must be > 0")
-        _check(self.outlier_alpha > 0, "outlier-alpha", self.outlier_alpha, "must be > 0")
-        _check(
-            0 <= self.outlier_fraction < 1,
-            "outlier-fraction",
-            self.outlier_fraction,
-            "must lie in [0, 1)",
-        )
-        _check(self.samples_per_client >= 0, "samples-per-client", self.samples_per_client, ">= 0")
-        _check(self.max_train_samples >= 0, "max-train-samples", self.max_train_samples, ">= 0")
-        _check(self.local_iterations >= 1, "local-iterations", self.local_iterations, ">= 1")
-        _check(self.batch_size >= 1, "batch-size", self.batch_size, ">= 1")
-        _check(self.lr > 0, "lr", self.lr, "learning rate must be > 0")
-        _check(self.momentum >= 0, "momentum", self.momentum, ">= 0")
-        _check(self.weight_decay >= 0, "weight-decay", self.weight_decay, ">= 0")
-        _check(self.torch_threads >= 1, "torch-threads", self.torch_threads, ">= 1")
-        _check(
-            self.executor_workers >= 0,
-            "executor-workers",
-            self.executor_workers,
-            ">= 0 (0 = one per core)",
-        )
-        _check(self.executor_stack >= 0, "executor-stack", self.executor_stack, ">= 0 (0 = auto)")
-        _check(self.max_updates >= 0, "max-updates", self.max_updates, ">= 0 (0 = no limit)")
-        _check(self.time_budget >= 0, "time-budget", self.time_budget, ">= 0 (0 = none)")
-        _check(self.convergence_window >= 0, "convergence-window", self.convergence_window, ">= 0")
-        _check(self.eval_every >= 1, "eval-every", self.eval_every, ">= 1")
-        _check(self.job_timeout > 0, "job-timeout", self.job_timeout, "> 0")
-        _check(self.node_wait >= 0, "node-wait", self.node_wait, ">= 0")
-        _check(self.resend_backoff >= 0, "resend-backoff", self.resend_backoff, ">= 0")
-        _check(self.grid_retry_time >= 0, "grid-retry-time", self.grid_retry_time, ">= 0")
-        _check(
-            self.checkpoint_every >= 0, "checkpoint-every", self.checkpoint_every, ">= 0 (0 = off)"
-        )
-        _check(
-            self.strategy != "fedavg" or not (self.checkpoint_every or self.resume_from),
-            "checkpoint-every",
-            self.checkpoint_every,
-            "stock fedavg runs Flower's own loop, which has no checkpoints; set it to 0",
-        )
-        _check(
-            0 <= self.attack_fraction <= 1,
-            "attack-fraction",
-            self.attack_fraction,
-            "must lie in [0, 1]",
-        )
-        _check(
-            self.admission_norm_factor >= 0,
-            "admission-norm-factor",
-            self.admission_norm_factor,
-            ">= 0 (0 = no norm check)",
-        )
-        _check(self.admission_warmup >= 0, "admission-warmup", self.admission_warmup, ">= 0")
-        _check(self.admission_window >= 1, "admission-window", self.admission_window, ">= 1")
-        _check(
-            0 <= self.max_lost_share <= 1,
-            "max-lost-share",
-            self.max_lost_share,
-            "must lie in [0, 1]",
-        )
-        _check(
-            self.max_updates > 0 or self.time_budget > 0 or self.convergence_window > 0,
-            "max-updates",
-            self.max_updates,
-            "no stop condition: set max-updates, time-budget or convergence-window",
-        )
-
-
-def _k(name: str) -> str:
-    return name.replace("_", "-")
-
-
-def _check(ok: bool, key: str, value: Any, how: str) -> None:
-    if not ok:
-        raise ValueError(f"invalid run config {key}={value!r}: {how}")
-
-
-def _coerce(f: dataclasses.Field[Any], value: Any) -> Any:
-    """Coerce Flower's TOML scalars to the field's type (int -> float etc.)."""
-    default = f.default
-    if isinstance(default, bool):
-        if isinstance(value, str):
-            low = value.lower()
-            if low in ("true", "1", "yes"):
-                return True
-            if low in ("false", "0", "no"):
-                return False
-        if not isinstance(value, bool):
-            raise ValueError(f"{_k(f.name)}={value!r}: expected true or false")
-        return value
-    if isinstance(default, int):
-        if isinstance(value, bool) or not float(value).is_integer():
-            raise ValueError(f"{_k(f.name)}={value!r}: expected an integer")
-        return int(value)
-    if isinstance(default, float):
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{_k(f.name)}={value!r}: expected a number") from None
-    return str(value)
+        check_values(self.to_run_config(), self.groups)  # ranges, in a fixed order (one place)
