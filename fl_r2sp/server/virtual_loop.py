@@ -17,7 +17,9 @@ Replies are consumed in whatever order they really arrive, but they only
 fill in data; every state change happens in (time, priority, partition id)
 order. So a seed gives the same result with any number of Ray actors.
 The events are typed records dispatched on their type; their kinds and
-priorities are in :mod:`fl_r2sp.server.virtual_events`.
+priorities are in :mod:`fl_r2sp.server.virtual_events`, the handlers of the job
+phases and of availability in :mod:`fl_r2sp.server.virtual_jobs`; this module
+keeps the loop's state, the conservative rule and the event dispatch.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ import numpy as np
 from fl_r2sp.emulation.availability import AvailabilityModel
 from fl_r2sp.emulation.clock import VirtualClock
 from fl_r2sp.emulation.events import EventQueue
-from fl_r2sp.emulation.network import Network, pull_links, push_links
-from fl_r2sp.server.loop_base import LoopBase, log
-from fl_r2sp.server.virtual_checks import StallWatch, push_start
+from fl_r2sp.emulation.network import Network
+from fl_r2sp.server.loop_base import log
+from fl_r2sp.server.virtual_checks import StallWatch
 from fl_r2sp.server.virtual_events import (
     ClientOffline,
     ClientOnline,
@@ -43,14 +45,13 @@ from fl_r2sp.server.virtual_events import (
     PullDone,
     PushDone,
     PushStart,
-    QueuedEvent,
     TimerFired,
     VirtualEvent,
 )
-from fl_r2sp.strategies.base import Update
+from fl_r2sp.server.virtual_jobs import VirtualJobPhases
 
 
-class VirtualLoop(LoopBase):
+class VirtualLoop(VirtualJobPhases):
     """Run a policy in virtual time over a transport and a network model.
 
     Parameters
@@ -157,14 +158,6 @@ class VirtualLoop(LoopBase):
         times = [x for x in (ev.time if ev else None, nc[0] if nc else None) if x is not None]
         return min(times) if times else None
 
-    def _pull_lb(self, cid: int) -> float:
-        """Uncontended pull time of ``cid`` (a lower bound of any pull)."""
-        lb = self._pull_lbs.get(cid)
-        if lb is None:
-            lb = self.net.uncontended_time(self.model_bytes, pull_links(cid), self.overhead)
-            self._pull_lbs[cid] = lb
-        return lb
-
     def _push_start_bound(self, st: JobState) -> float:
         """Earliest virtual time the job's push could start (reply unknown)."""
         if st.pull_end is not None:
@@ -247,10 +240,6 @@ class VirtualLoop(LoopBase):
             )
         handler(t, event)
 
-    def _schedule(self, at: float, key: int, event: QueuedEvent) -> None:
-        """Queue ``event`` at ``at``; ties break by its type's priority, then ``key``."""
-        self.queue.push(at, event.priority, key, event)
-
     def set_timer(self, at: float, key: Hashable) -> None:
         """Queue ``policy.on_timer(at, key)``."""
         # Key 0 for every timer: simultaneous timers fire in the order they were set.
@@ -258,154 +247,3 @@ class VirtualLoop(LoopBase):
 
     def _timer(self, t: float, event: TimerFired) -> None:
         self.execute(t, self.policy.on_timer(t, event.key))
-
-    # -- job phases ------------------------------------------------------------------
-    def dispatch(self, now: float, cid: int, weights: np.ndarray, tag: int) -> None:
-        """Start the pull of a new job (or park it while the client is offline)."""
-        if self.offline_until.get(cid, -1.0) > now or cid in self.active:
-            self.parked[cid] = (weights, tag)  # the newest send wins
-            return
-        job = self.next_job(cid, weights, tag)
-        st = JobState(job=job, dispatch=now)
-        self.active[cid] = st
-        self.unreplied[(cid, job.index)] = st
-        bound = now + self._pull_lb(cid) + self.compute_lb.get(cid, 0.0)
-        heapq.heappush(self._bounds, (bound, cid, job.index))
-        st.pull_fid = self.net.start_flow(
-            now, self.model_bytes, pull_links(cid), self.overhead, tag=cid
-        )
-        self.flows[st.pull_fid] = PullDone(st)
-        self.events.dispatched(cid, job.index, tag, now, self.policy.group_of(cid))
-        if self._node_busy(cid):
-            self.deferred[cid] = st
-        else:
-            self._submit(st)
-        self._schedule_dropout(now, st)
-
-    def _node_busy(self, cid: int) -> bool:
-        # A dead job's message may still be running on the node: one in flight per node.
-        return cid in self._node_jobs
-
-    def _submit_deferred(self, cid: int) -> None:
-        st = self.deferred.get(cid)
-        if st is not None and not self._node_busy(cid):
-            del self.deferred[cid]
-            if not st.dead:
-                self._submit(st)
-
-    def _submit(self, st: JobState) -> None:
-        st.submitted, st.sent = True, time.monotonic()
-        self._node_jobs.add(st.job.cid)
-        self.transport.submit(st.job)
-
-    def _pull_done(self, t: float, event: PullDone) -> None:
-        st = event.state
-        st.pull_end = t
-        self.events.job(st.job.cid, st.job.index)["pull_end"] = t
-        if st.reply is not None:
-            self._schedule_push(st)
-
-    def _schedule_push(self, st: JobState) -> None:
-        assert st.reply is not None and st.pull_end is not None
-        if st.failure is not None:
-            at = st.pull_end + self.compute_lb.get(st.job.cid, 0.0)
-            self._schedule(at, st.job.cid, JobFailed(st))
-            return
-        cid, r = st.job.cid, st.reply
-        at = push_start(
-            cid,
-            st.job.index,
-            st.pull_end,
-            r.compute_s,
-            r.delay_s,
-            self.compute_lb.get(cid, 0.0),
-            self.clock.now(),
-        )
-        row = self.events.job(st.job.cid, st.job.index)
-        row.update(train_end=st.pull_end + st.reply.compute_s, delay=st.reply.delay_s)
-        self._schedule(at, st.job.cid, PushStart(st))
-
-    def _start_push(self, t: float, event: PushStart) -> None:
-        st = event.state
-        if st.dead:
-            return
-        cid = st.job.cid
-        self.events.job(cid, st.job.index)["push_start"] = t
-        st.push_fid = self.net.start_flow(
-            t, self.model_bytes, push_links(cid), self.overhead, tag=cid
-        )
-        self.flows[st.push_fid] = PushDone(st)
-
-    def _push_done(self, t: float, event: PushDone) -> None:
-        st = event.state
-        cid = st.job.cid
-        self.events.job(cid, st.job.index)["push_end"] = t
-        r = st.reply
-        assert r is not None and r.weights is not None
-        # The norm bound is state: checked here, in virtual-time order, never on receipt.
-        rejected = self.admit_update(st.job, r)
-        if rejected is not None:
-            self._fail(t, st, rejected)
-            return
-        del self.active[cid]
-        upd = Update(
-            cid=cid,
-            weights=r.weights.astype(np.float32, copy=False),
-            num_examples=int(r.num_examples),
-            tag=st.job.tag,
-            loss=r.loss,
-        )
-        self.execute(t, self.policy.on_update(t, upd))
-        self._unpark(t, cid)
-
-    def _job_failed(self, t: float, event: JobFailed) -> None:
-        self._fail(t, event.state, event.state.failure or "failed")
-
-    def _fail(self, t: float, st: JobState, reason: str) -> None:
-        cid = st.job.cid
-        if st.dead or self.active.get(cid) is not st:
-            return
-        st.dead = True
-        if not st.submitted:  # never reached the node: no reply will come
-            self.unreplied.pop((cid, st.job.index), None)
-            self.deferred.pop(cid, None)
-        for fid in (st.pull_fid, st.push_fid):
-            if fid is not None and fid in self.flows:
-                self.net.cancel_flow(fid)
-                del self.flows[fid]
-        del self.active[cid]
-        self.events.job(cid, st.job.index)["failed"] = reason
-        self.settle_failure(cid, st.job.index, reason)  # no verdict noted: it went offline
-        self.execute(t, self.policy.on_failure(t, cid, st.job.tag, reason))
-        self._unpark(t, cid)
-
-    # -- availability ------------------------------------------------------------------
-    def _schedule_dropout(self, now: float, st: JobState) -> None:
-        if self.availability is None:
-            return
-        cid = st.job.cid
-        pull = self.net.uncontended_time(self.model_bytes, pull_links(cid), self.overhead)
-        push = self.net.uncontended_time(self.model_bytes, push_links(cid), self.overhead)
-        # The nominal job window: uncontended transfers + compute lower bound.
-        end = now + pull + self.compute_lb.get(cid, 0.0) + push
-        cut = self.availability.interruption(self.seed, cid, st.job.index, now, end)
-        if cut is not None:
-            self._schedule(cut[0], cid, ClientOffline(st, cut[1]))
-
-    def _offline(self, t: float, event: ClientOffline) -> None:
-        st, back = event.state, event.back
-        cid = st.job.cid
-        self.offline_until[cid] = back
-        self._schedule(back, cid, ClientOnline(cid))
-        if self.active.get(cid) is st:
-            self._fail(t, st, f"client offline until t={back:.3f}")
-
-    def _online(self, t: float, event: ClientOnline) -> None:
-        cid = event.cid
-        if self.offline_until.get(cid, 0.0) <= t:
-            self._unpark(t, cid)
-
-    def _unpark(self, t: float, cid: int) -> None:
-        if cid in self.parked and cid not in self.active and self.offline_until.get(cid, -1.0) <= t:
-            weights, tag = self.parked.pop(cid)
-            self.dispatch(t, cid, weights, tag)
