@@ -1,0 +1,137 @@
+"""The command lines and config file of a local Flower deployment, and reading its run.
+
+The steps ``scripts/deploy_local.py`` runs (its docstring shows them as shell commands):
+:func:`superlink_cmd` (1), :func:`supernode_cmd` (2), :func:`write_flower_config` (3) and
+:func:`flwr_run_cmd` (4); :func:`stream` echoes ``flwr run``'s output and :func:`run_status`
+asks the SuperLink how the run ended. Starting and stopping the processes is
+:mod:`fl_r2sp.flower.processes`; TLS and node authentication flags are
+:mod:`fl_r2sp.flower.secure_deploy`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from fl_r2sp.flower.pki import Pki
+from fl_r2sp.flower.processes import flwr_bin
+from fl_r2sp.flower.secure_deploy import superlink_security
+
+#: Name of the SuperLink connection written to ``$FLWR_HOME/config.toml``.
+CONNECTION = "deployment"
+
+
+def write_flower_config(home: Path, port: int, ca_cert: Path | None = None) -> Path:
+    """Write ``home/config.toml`` with the ``deployment`` connection.
+
+    Insecure by default; with ``ca_cert`` it verifies the SuperLink's TLS
+    certificate against that CA (``root-certificates``, an absolute path).
+    """
+    security = (
+        "insecure = true"
+        if ca_cert is None
+        else f'root-certificates = "{ca_cert.resolve().as_posix()}"'
+    )
+    path = home / "config.toml"
+    path.write_text(
+        f'[superlink]\ndefault = "{CONNECTION}"\n\n'
+        f'[superlink.{CONNECTION}]\naddress = "127.0.0.1:{port}"\n{security}\n'
+    )
+    return path
+
+
+def superlink_cmd(port: int, database: Path, pki: Pki | None = None) -> list[str]:
+    """The ``flower-superlink`` command line (step 1); TLS + node authentication with ``pki``."""
+    return [
+        str(flwr_bin("flower-superlink")),
+        *superlink_security(pki),
+        "--isolation",
+        "subprocess",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--database",
+        str(database),
+        "--disable-runtime-dependency-installation",
+    ]
+
+
+def supernode_cmd(
+    link_port: int,
+    port: int,
+    partition: int,
+    num_partitions: int,
+    security: list[str] | None = None,
+) -> list[str]:
+    """The ``flower-supernode`` command line of one partition (step 2).
+
+    ``security``: the node's TLS/authentication flags (default None: ``--insecure``).
+    """
+    flags = ["--insecure"] if security is None else security
+    return [
+        str(flwr_bin("flower-supernode")),
+        *flags,
+        "--superlink",
+        f"127.0.0.1:{link_port}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--node-config",
+        f"partition-id={partition} num-partitions={num_partitions}",
+    ]
+
+
+def flwr_run_cmd(app: Path, num_partitions: int, overrides: str) -> list[str]:
+    """The ``flwr run`` command line (step 4); later ``--run-config`` flags win."""
+    cmd = [
+        str(flwr_bin("flwr")),
+        "run",
+        str(app),
+        CONNECTION,
+        "--stream",
+        "--run-config",
+        f"clock='wall' num-partitions={num_partitions}",
+    ]
+    if overrides.strip():
+        cmd += ["--run-config", overrides]
+    return cmd
+
+
+def stream(proc: subprocess.Popen[str], sink: list[str]) -> threading.Thread:
+    """Echo ``proc``'s output line by line (and keep it in ``sink``)."""
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            sink.append(line)
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_status(env: dict[str, str], output: str, app: Path) -> str | None:
+    """Final status of the run named in ``flwr run``'s output (e.g. finished:completed)."""
+    match = re.search(r"Successfully started run (\d+)", output)
+    if match is None:
+        return None
+    res = subprocess.run(
+        [str(flwr_bin("flwr")), "ls", CONNECTION, "--run-id", match.group(1), "--format", "json"],
+        env=env,
+        cwd=app,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    try:
+        return str(json.loads(res.stdout)["runs"][0]["status"])
+    except (ValueError, KeyError, IndexError):
+        return None
