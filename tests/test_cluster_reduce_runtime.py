@@ -247,3 +247,16 @@ def test_a_killed_worker_is_dropped_and_the_others_finish(tmp_path: Path) -> Non
     assert run.exitcodes[2] == 17 and [run.exitcodes[i] for i in (0, 1, 3)] == [0, 0, 0]
     assert list(s["lost_workers"]) == ["2"]
     assert s["total_iterations"] >= 12  # the three others used the rest of the budget
+
+
+def test_selective_launches_the_last_live_worker_alone() -> None:
+    # p = 2 of 3; workers 1 and 2 leave (budget or death): the live-capped p is 1, so the
+    # queued worker 0 must launch alone instead of being held for a partner forever.
+    from fl_r2sp.cluster.policies.reduce import SelectiveReduceController
+
+    ctl = SelectiveReduceController(ReduceParams("selective", p=2), [1e9, 1e9, 1e9])
+    ctl.start(0.0)
+    assert ctl.on_ready(0, 0.3, 0, 0.3) == []
+    assert ctl.on_worker_lost(1, 0.4) == []
+    launches = ctl.on_worker_lost(2, 0.5)
+    assert [la.members for la in launches] == [(0,)] and launches[0].weights == (1.0,)

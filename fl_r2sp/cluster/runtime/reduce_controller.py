@@ -15,11 +15,12 @@ Bandwidth estimates (``bw_estimate="measured"``): after each reduce every member
 becomes the highest rate (bytes charged / reduce time) any of its reduces reached.
 
 Faults (every wait bounded): a worker that stays silent ``ready_timeout_s`` after its round
-began, or that does not report a launched reduce within the group timeout (it died while
-queued), is lost (``on_worker_lost``); the others continue, and a reduce that failed because
-of it leaves their models as they were before it. A worker whose ticket is beyond the budget
-leaves the same way (``finished``). The convergence rule stops every worker at its next
-report (the ticket counter is pushed past the budget).
+began, that does not report a launched reduce within the group timeout (it died while queued),
+or that stays queued longer than its own assignment timeout (it gave up), is lost
+(``on_worker_lost``); the others continue, and a reduce that failed because of it leaves their
+models as they were before it. A worker whose ticket is beyond the budget leaves the same way
+(``finished``). The convergence rule stops every worker at its next report (the ticket counter
+is pushed past the budget).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 import torch.distributed as dist
 
 from fl_r2sp.cluster.policies.reduce import Launch, ReduceController, ring_time
-from fl_r2sp.cluster.policies.reduce.base import SYNCING, TRAINING
+from fl_r2sp.cluster.policies.reduce.base import READY, SYNCING, TRAINING
 from fl_r2sp.cluster.runtime import protocol as P
 from fl_r2sp.cluster.runtime.context import new_store, set_json
 from fl_r2sp.cluster.runtime.convergence import ConvergenceTracker
@@ -53,6 +54,8 @@ from fl_r2sp.cluster.telemetry import ClusterRunWriter
 
 TICK_S = 0.05
 WAITER_JOIN_S = 2.0
+#: Beyond its own assignment timeout, after which a queued worker counts as gone.
+GIVE_UP_MARGIN_S = 2.0
 
 
 class _Waiter(threading.Thread):
@@ -147,6 +150,7 @@ class ReduceCoordinator:
         self.finished: set[int] = set()
         self.lost: dict[int, str] = {}
         self.measured = [0.0] * n
+        self.last_loss: dict[int, float] = {}  # every worker's latest loss (kept after it left)
         self.tracker = ConvergenceTracker(cfg.base.loss_threshold, cfg.base.convergence_window)
         self.stopping: str | None = None
         self.converged_at: float | None = None
@@ -219,6 +223,7 @@ class ReduceCoordinator:
         now = self.now()
         loss = float(payload.get("loss", math.nan))
         compute_s = float(payload["compute_s"])
+        self.last_loss[w] = loss
         self.rows[(w, k)] = {"worker": w, "iteration": k, "compute_s": compute_s,
                              "loss": loss, "t_ready": now}  # fmt: skip
         live = self.ctl.live
@@ -268,12 +273,18 @@ class ReduceCoordinator:
 
     def _liveness(self) -> None:
         now = self.now()
+        gave_up = self.cfg.base.timeout_s + GIVE_UP_MARGIN_S  # a queued worker's wait bound
         for w in range(self.ctl.n):
-            if w in self.lost or w in self.finished or self.ctl.state[w] != TRAINING:
+            if w in self.lost or w in self.finished:
                 continue
-            if now - float(self.ctl.round_start[w]) > self.cfg.ready_timeout_s:
+            state = self.ctl.state[w]
+            if state == TRAINING and now - self.ctl.round_start[w] > self.cfg.ready_timeout_s:
                 self._lose(w, f"no report within {self.cfg.ready_timeout_s:.0f}s of its round")
-                self._publish(self.ctl.on_worker_lost(w, now))
+            elif state == READY and now - self.ctl.ready_at[w] > gave_up:
+                self._lose(w, f"queued for over {gave_up:.0f}s: it gave up waiting")
+            else:
+                continue
+            self._publish(self.ctl.on_worker_lost(w, now))
         for gid, grp in list(self.inflight.items()):
             if now - grp.start > self._group_timeout(grp.launch.members):
                 for w in list(grp.pending):
@@ -366,9 +377,14 @@ class ReduceCoordinator:
             "scale": statistics.fmean(sizes) if sizes else None,
             "time_to_threshold_s": (None if self.converged_at is None
                                     else self.converged_at - self.started),  # fmt: skip
-            "final_loss": self.tracker.mean_loss(),
+            "final_loss": _finite_mean(list(self.last_loss.values())),
             "lost_workers": {str(w): why for w, why in self.lost.items()},
             "groups_built": self.registry.builds,
             "launches": [list(s["members"]) for s in self.syncs],
             "bandwidth_estimate": [float(b) for b in self.ctl.bandwidth],
         }  # fmt: skip
+
+
+def _finite_mean(values: list[float]) -> float | None:
+    finite = [v for v in values if math.isfinite(v)]
+    return math.fsum(finite) / len(finite) if finite else None

@@ -139,6 +139,7 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
         "status": "failed" if error else "ok", "error": error, "scheme": cfg.reduce.scheme,
         "workers": base.workers, "model": base.model, "dataset": base.dataset,
         "parameters": num_params, "elapsed_s": elapsed, "link_caps_mb_s": list(cfg.link_caps()),
+        "t_started": stats.get("started_at"),  # telemetry clock (s since the epoch) at the start
         **{k: v for k, v in stats.items() if k not in ("started_at", "ended_at", "error")},
         "run_dir": str(run_dir),
     }  # fmt: skip

@@ -25,6 +25,7 @@ Wait accounting (the paper's Fig. 7 "wasted wait time", two readings): :mod:`.wa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -153,11 +154,12 @@ class SelectiveReduceController(ReduceController):
         queued = list(self.queue)
         groups = bag(queued, self.bandwidth[queued].tolist(), p, self.params.eta, strict, strict)
         out = []
+        # BPAWR holds groups below its p: use the live-capped p, or the last live workers (fewer
+        # than p once others left or died) would be held forever.
+        cfg = self.cfg if p == self.cfg.p else dataclasses.replace(self.cfg, p=p)
         for i, group in enumerate(groups):
             keep = free[training]
-            res = bpawr(
-                group, self.bandwidth, training[keep], elapsed[keep], self.cfg, self.progress
-            )
+            res = bpawr(group, self.bandwidth, training[keep], elapsed[keep], cfg, self.progress)
             free[res.claimed] = False
             members = group
             if res.replace and i + 1 < len(groups):
