@@ -24,6 +24,10 @@ Run::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py           # ~3 min, 2 cores
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py --full    # tau = 100
+    # on a GPU: the limit and the batched executor on CUDA; --repeat 2 also checks
+    # that a rerun gives the same bits ("rerun" column)
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py --device cuda \\
+        --backends serial batched --full --repeat 2
 
 Timings on a shared machine are noisy: the load average is printed; compare
 rows of one run only.
@@ -174,6 +178,11 @@ def nudged_replies(cfg: RunConfig, cids: list[int]) -> dict[int, Reply]:
     return {cid: runtime.run(Job(cid, 0, 0, w)) for cid in cids}
 
 
+def same_weights(a: Reply, b: Reply) -> bool:
+    """True when two replies carry bit-identical weights."""
+    return a.weights is not None and b.weights is not None and np.array_equal(a.weights, b.weights)
+
+
 def diff_stats(ref: dict[int, Reply], other: dict[int, Reply], start: np.ndarray) -> str:
     """Max and median over clients of max |weight difference|, and the max relative to the
     client's largest update entry (|serial - start|)."""
@@ -197,7 +206,7 @@ def timing_table(args: argparse.Namespace) -> None:
     )
     head = (
         f"{'':<28} {'samples/s':>10} {'x limit':>8} {'round s':>8} {'start s':>8} "
-        f"{'max|dw|':>9} {'med|dw|':>9} {'max rel':>9}"
+        f"{'max|dw|':>9} {'med|dw|':>9} {'max rel':>9}" + (f" {'rerun':>9}" * (args.repeat > 1))
     )
     print(head + "\n" + "-" * len(head))
     print(
@@ -209,14 +218,21 @@ def timing_table(args: argparse.Namespace) -> None:
     for name in args.backends:
         cfg = round_cfg(args, name, args.clients, args.iterations)
         replies, startup, secs, _ = run_round(cfg)
+        same = True
         for _ in range(args.repeat - 1):  # best of --repeat: other load only slows a round down
-            secs = min(secs, run_round(cfg)[2])
+            again, _, more, _ = run_round(cfg)
+            secs = min(secs, more)
+            same = same and all(same_weights(again[c], r) for c, r in replies.items())
         rate = samples / secs
         if name == "serial":
             ref = replies
         diff = "" if ref is None else diff_stats(ref, replies, start)
         label = {"processes": f"processes ({len(_workers(args))} workers)"}.get(name, name)
-        print(f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {secs:>8.1f} {startup:>8.1f} {diff}")
+        rerun = "" if args.repeat < 2 else f" {'same' if same else 'DIFFERENT':>9}"
+        print(
+            f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {secs:>8.1f} {startup:>8.1f} {diff}"
+            f"{rerun}"
+        )
     if ref is not None and args.ulp_clients:
         cids = list(range(0, args.clients, max(1, args.clients // args.ulp_clients)))
         noise = diff_stats(ref, nudged_replies(cfg0, cids[: args.ulp_clients]), start)
