@@ -47,6 +47,19 @@ def test_cifar10_reads_local_files_through_the_project_loader(
     assert make_dataset("alexnet", "cifar10", str(tmp_path), max_train=4).train.x.shape[0] == 4
 
 
+def test_max_train_keeps_the_class_shares_of_a_class_sorted_set() -> None:
+    from fl_r2sp.cluster.data import subset
+
+    # Sorted like the packed CIFAR-10 files: 10 of class 0, then 10 of class 1, 20 of class 2.
+    y = torch.tensor([0] * 10 + [1] * 10 + [2] * 20)
+    train = TensorSplit(torch.arange(40.0).reshape(40, 1), y)
+    got = subset(train, 8, seed=0)
+    assert torch.bincount(got.y).tolist() == [2, 2, 4]  # 8 x (1/4, 1/4, 1/2)
+    assert torch.equal(y[got.x[:, 0].long()], got.y)  # inputs stay paired with their labels
+    assert torch.equal(subset(train, 8, seed=0).x, got.x)  # seeded
+    assert subset(train, 40, seed=0) is train
+
+
 def test_missing_cifar10_is_a_clear_error_without_download(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="never downloads") as info:
         make_dataset("resnet32", "cifar10", str(tmp_path / "empty"))

@@ -43,7 +43,7 @@ class ClusterConfig:
     data_dir : str [""]
         Folder of the CIFAR-10 files ("" = ``$FL_R2SP_DATA`` or the user cache).
     max_train : int [0]
-        Use only the first ``max_train`` training examples (0 = all).
+        Use only ``max_train`` training examples, a seeded class-stratified subset (0 = all).
     batch_size : int [128]
         Initial per-worker batch size |I_0| (tuning may change it later).
     lr : float [0.1]

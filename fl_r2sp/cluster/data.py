@@ -83,8 +83,10 @@ def make_dataset(
     include_test : bool, default True
         Also return the test split (CIFAR-10: 123 MB more per process).
     max_train : int, default 0
-        Keep only the first ``max_train`` training examples (0: all; generated sets have
-        2048 classification or 4096 sequence examples).
+        Keep only ``max_train`` training examples (0: all; generated sets have 2048
+        classification or 4096 sequence examples): a class-stratified subset drawn with
+        ``seed`` for labelled sets (the packed CIFAR-10 files are sorted by class, so the first
+        examples would hold one or two classes), the first ones for the sequence tasks.
 
     Returns
     -------
@@ -104,9 +106,22 @@ def make_dataset(
     else:
         data = _sequences(dataset, seed, include_test)
     if max_train:
-        train = TensorSplit(data.train.x[:max_train], data.train.y[:max_train])
-        data = ClusterData(train, data.test, data.num_classes, data.name)
+        data = ClusterData(subset(data.train, max_train, seed), data.test, data.num_classes,
+                           data.name)  # fmt: skip
     return data
+
+
+def subset(train: TensorSplit, n: int, seed: int) -> TensorSplit:
+    """``n`` examples of ``train`` (all if ``n >= len``): class-stratified and seeded when the
+    labels are one per example, else the first ``n`` (sequence targets)."""
+    if n >= len(train):
+        return train
+    if train.y.dim() != 1:
+        return TensorSplit(train.x[:n], train.y[:n])
+    from fl_r2sp.datasets.split import stratified_subsample
+
+    idx = torch.from_numpy(stratified_subsample(train.y.numpy(), n, seed))
+    return TensorSplit(train.x[idx], train.y[idx])
 
 
 def _cifar10(data_dir: str | Path | None, include_test: bool) -> ClusterData:

@@ -48,7 +48,7 @@ def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
                                        f"[{d.model}]")  # fmt: skip
     a("--dataset", default=d.dataset, help=f"cifar10, synthetic, copy, reverse [{d.dataset}]")
     a("--data-dir", default=d.data_dir, help="folder of the CIFAR-10 files [$FL_R2SP_DATA ...]")
-    a("--max-train", type=int, default=d.max_train, help="use the first N examples (0 = all)")
+    a("--max-train", type=int, default=d.max_train, help="N train examples, stratified (0 = all)")
     a("--batch-size", type=int, default=d.batch_size, help=f"initial batch size [{d.batch_size}]")
     a("--lr", type=float, default=d.lr, help=f"learning rate [{d.lr}]")
     a("--momentum", type=float, default=d.momentum, help=f"PS momentum [{d.momentum}]")
