@@ -37,10 +37,9 @@ from fl_r2sp.cluster.sim.reduce_spec import ReduceSimSpec
 
 #: Ready events of different workers at least this far apart in the simulator, so that the
 #: runtime's few milliseconds of communication per round cannot reorder them.
-MIN_SEPARATION_S = 0.05
-#: Ready events checked (the runtime's 4 x 6 tickets; it compares the launches before the
-#: first worker leaves).
-CHECKED_READY = 20
+MIN_SEPARATION_S = 0.1
+#: Ready events checked; the test compares the launches they make (groups of 2).
+CHECKED_READY = 18
 
 
 # -- the controller's mirror of the group caches ----------------------------------------------
@@ -210,10 +209,13 @@ def _runtime_launches(run_dir: str) -> list[list[int]]:
 #: Compute seconds per worker and round, adjusted until the simulator's ready events of
 #: different workers are >= MIN_SEPARATION_S apart for both schemes (checked in the test).
 SCRIPT = {
-    0: [0.26, 0.46, 0.32, 0.42, 0.43, 0.25, 0.16, 0.53],
-    1: [0.34, 0.26, 0.6, 0.36, 0.53, 0.36, 0.44, 0.22],
-    2: [0.51, 0.54, 0.39, 0.48, 0.52, 0.25, 0.49, 0.42],
-    3: [0.43, 0.16, 0.54, 0.43, 0.47, 0.55, 0.47, 0.56],
+    w: [2.0 * t for t in times]  # doubled: the margins grow, the runtime's overhead does not
+    for w, times in {
+        0: [0.26, 0.46, 0.32, 0.42, 0.43, 0.25, 0.16, 0.53],
+        1: [0.34, 0.26, 0.6, 0.36, 0.53, 0.36, 0.44, 0.22],
+        2: [0.51, 0.54, 0.39, 0.48, 0.52, 0.25, 0.49, 0.42],
+        3: [0.43, 0.16, 0.54, 0.43, 0.47, 0.55, 0.47, 0.56],
+    }.items()
 }
 
 

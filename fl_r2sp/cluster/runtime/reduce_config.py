@@ -127,6 +127,21 @@ class ReduceRunConfig:
             raise ValueError(f"cache_groups must be an integer >= 0, got {self.cache_groups!r}")
         return self
 
+    def group_timeout_s(self, model_bytes: float, members: int, min_cap_mb_s: float) -> float:
+        """How long the controller waits for a launched group's reports: two gloo timeouts
+        (building the group, reducing) plus twice the throttled ring transfer, plus 1 s."""
+        moved = 2.0 * (members - 1) / members * model_bytes / (min_cap_mb_s * 1e6)
+        return 2.0 * self.base.timeout_s + 2.0 * moved + 1.0
+
+    def queue_timeout_s(self, model_bytes: float) -> float:
+        """How long a ready worker waits for its assignment before it leaves: a partner may
+        first finish a reduce (the group timeout of the slowest full group) and then compute a
+        round (``ready_timeout_s``); 1 s margin."""
+        caps = self.link_caps()
+        slowest = min(caps) if caps else math.inf
+        return self.ready_timeout_s + self.group_timeout_s(model_bytes, self.base.workers,
+                                                           slowest) + 1.0  # fmt: skip
+
     def link_caps(self) -> tuple[float, ...]:
         """Per-worker caps in MB/s: explicit, drawn (seeded by ``base.seed``), or () uncapped."""
         if self.link_caps_mb_s:

@@ -25,6 +25,7 @@ is pushed past the budget).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
 import queue
@@ -36,7 +37,7 @@ from typing import Any
 
 import torch.distributed as dist
 
-from fl_r2sp.cluster.policies.reduce import Launch, ReduceController, ring_time
+from fl_r2sp.cluster.policies.reduce import Launch, ReduceController
 from fl_r2sp.cluster.policies.reduce.base import READY, SYNCING, TRAINING
 from fl_r2sp.cluster.runtime import protocol as P
 from fl_r2sp.cluster.runtime.context import new_store, set_json
@@ -48,6 +49,7 @@ from fl_r2sp.cluster.runtime.reduce_worker import (
     assign_key,
     done_key,
     ready_key,
+    up_key,
 )
 from fl_r2sp.cluster.runtime.subgroups import GroupRegistry
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
@@ -166,6 +168,7 @@ class ReduceCoordinator:
         """Coordinate until every worker finished or is lost; return the statistics."""
         for waiter in self.waiters:
             waiter.start()
+        self._await_workers()
         self.started = self.now()
         self._publish(self.ctl.start(self.started))
         set_json(self.store, GO_KEY, {"t": self.started})
@@ -190,6 +193,13 @@ class ReduceCoordinator:
         for waiter in self.waiters:
             waiter.join(WAITER_JOIN_S)
         return self.stats()
+
+    def _await_workers(self) -> None:
+        """Start together: wait (bounded) until every worker has built its model and data, so
+        a slow starter does not find the ticket budget spent. A missing one is lost later."""
+        keys = [up_key(w) for w in range(self.ctl.n)]
+        with contextlib.suppress(dist.DistStoreError):
+            self.store.wait(keys, datetime.timedelta(seconds=self.cfg.base.timeout_s))
 
     def _over(self) -> bool:
         return len(self.finished) + len(self.lost) >= self.ctl.n and not self.inflight
@@ -273,7 +283,7 @@ class ReduceCoordinator:
 
     def _liveness(self) -> None:
         now = self.now()
-        gave_up = self.cfg.base.timeout_s + GIVE_UP_MARGIN_S  # a queued worker's wait bound
+        gave_up = self.cfg.queue_timeout_s(self.model_bytes) + GIVE_UP_MARGIN_S
         for w in range(self.ctl.n):
             if w in self.lost or w in self.finished:
                 continue
@@ -295,8 +305,7 @@ class ReduceCoordinator:
 
     def _group_timeout(self, members: tuple[int, ...]) -> float:
         slow = min((self.caps[w] for w in members), default=math.inf) if self.caps else math.inf
-        moved = ring_time(len(members), self.model_bytes, slow, 0.0) if slow < math.inf else 0.0
-        return 2 * self.cfg.base.timeout_s + 2 * moved + 1.0
+        return self.cfg.group_timeout_s(self.model_bytes, len(members), slow / 1e6)
 
     def _lose(self, w: int, why: str) -> None:
         self.lost[w] = why

@@ -15,7 +15,8 @@ Round ``k`` of worker ``w``:
    reduce (a member died) restores the parameters from before the reduce; the round still
    counts.
 
-Every wait is bounded (the assignment by ``timeout_s``; gloo by the groups' timeout).
+Every wait is bounded (the assignment by :meth:`ReduceRunConfig.queue_timeout_s`: long enough
+for a partner to finish a reduce and a round; gloo by the groups' timeout).
 Test hook: ``FL_R2SP_CLUSTER_KILL="<worker>:<round>"`` makes the process exit abruptly right
 after announcing that round (it then sits in the ready queue, dead).
 """
@@ -41,6 +42,11 @@ from fl_r2sp.cluster.runtime.worker import KILL_ENV, pick_device, worker_seed
 PREFIX = "fl_r2sp/rd/"
 TICKETS = f"{PREFIX}tickets"
 GO_KEY = f"{PREFIX}go"
+
+
+def up_key(w: int) -> str:
+    """Worker ``w`` has built its model and data and waits for the start."""
+    return f"{PREFIX}up/{w}"
 
 
 def ready_key(w: int, k: int) -> str:
@@ -100,9 +106,11 @@ class ReduceWorker:
         kill = os.environ.get(KILL_ENV, "")
         self.kill_at = int(kill.split(":")[1]) if kill and int(kill.split(":")[0]) == rank else -1
         self.rounds = 0
+        self.queue_timeout_s = cfg.queue_timeout_s(4.0 * self.flat.numel())
 
     def run(self) -> None:
         """Play rounds until the budget or a stop; leave on a silent controller."""
+        set_json(self.store, up_key(self.w), {})
         wait_get(self.store, GO_KEY, self.base.timeout_s, delete=False)
         k = 0
         try:
@@ -129,7 +137,7 @@ class ReduceWorker:
         set_json(self.store, ready_key(self.w, k), {"compute_s": compute_s, "loss": loss})
         if k == self.kill_at:
             os._exit(17)  # test hook: die while queued
-        assign = wait_get(self.store, assign_key(self.w, k), self.base.timeout_s)
+        assign = wait_get(self.store, assign_key(self.w, k), self.queue_timeout_s)
         if assign.get("stop"):
             return False
         set_json(self.store, done_key(self.w, k), self._reduce(assign))
