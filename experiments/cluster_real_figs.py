@@ -68,6 +68,7 @@ def plot_fig11(path: Path, recs: Records, seeds: Sequence[int]) -> Path:
     fig, ax = figure(path)
     cfg = next(iter(recs.values()))["config"]
     _curves(ax, recs, ("none", "idle"), seeds, cfg["loss_threshold"])
+    ax.set_yscale("log")  # tuned runs spike by an order of magnitude before they settle
     mult = ", ".join(f"{m:g}" for m in cfg["compute_multipliers"])
     ax.set_title(f"Fig. 11 (real, CPU): R²SP tuning none vs idle, {cfg['model']}, "
                  f"multipliers {mult}", fontsize=9)  # fmt: skip
