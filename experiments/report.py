@@ -142,7 +142,7 @@ def build(out: Path, dest: Path) -> str:
         lines += _item(out, keep, item, summaries)
     # The cluster items are published with their figures under report/ (committed), not cached
     # under --out: the section reads those files.
-    lines += cluster_lines(keep)
+    lines += cluster_lines(HERE / "report")
     return "\n".join(lines)
 
 
