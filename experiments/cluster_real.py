@@ -21,7 +21,7 @@ of an iteration, the other schemes each push at once, so per iteration they take
 that size (more with tuning's linear scaling); the rates are the largest that kept every
 scheme finite in trial runs (lr 0.1 made SAFA and R²SP + tuning diverge on the transformer).
 
-    python -m experiments.cluster_real                       # all, 2 seeds, ~16 min on 2 cores
+    python -m experiments.cluster_real                       # all, 2 seeds, ~20 min on 2 cores
     python -m experiments.cluster_real --only fig14 --seeds 0
     python -m experiments.cluster_real --publish experiments/report/cluster_real
 
