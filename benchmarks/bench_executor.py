@@ -8,7 +8,9 @@ executor the runner ships (``make_executor``) computes the round; printed
 side by side with:
 
 * the physical limit: the same number of samples as one model trained with
-  batch ``--limit-batch`` on ``--limit-threads`` threads (``train_local``);
+  batch ``--limit-batch`` on ``--limit-threads`` threads (``train_local``'s
+  step; further thread counts print extra rows, e.g. ``--limit-threads 2 1``:
+  a multi-threaded loop suffers most when other jobs load the machine);
 * each executor's samples/s and its time as a multiple of the limit's (goal
   on CPU: <= 1.3x), the start-up cost (worker processes, data on device)
   apart;
@@ -104,18 +106,18 @@ def round_cfg(args: argparse.Namespace, executor: str, clients: int, tau: int) -
     )
 
 
-def limit_rate(args: argparse.Namespace, cfg: RunConfig, samples: int) -> float:
+def limit_rate(args: argparse.Namespace, cfg: RunConfig, samples: int, threads: int) -> float:
     """Samples/s of one model on the same sample count in batches of --limit-batch.
 
     The loop is ``train_local``'s step for step (batch cut, optional crop and
     flip, forward, backward, SGD step) without its one-off input checks, on
-    the batched executor's device (``--device``; CPU threads: --limit-threads).
+    the batched executor's device (``--device``), on ``threads`` CPU threads.
     """
     dev = resolve_device(args.device)
     train = data_for(cfg).train
     x, y = torch.from_numpy(train.x).to(dev), torch.from_numpy(train.y).to(dev)
     steps = max(1, samples // args.limit_batch)
-    previous = set_torch_threads(args.limit_threads)
+    previous = set_torch_threads(threads)
     try:
         model = build_model(args.model, seed=0).to(dev)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -199,7 +201,11 @@ def timing_table(args: argparse.Namespace) -> None:
     samples = args.clients * args.iterations * args.batch_size
     cfg0 = round_cfg(args, "serial", args.clients, args.iterations)
     data_for(cfg0)  # load (and cache) before anything is timed
-    limit = max(limit_rate(args, cfg0, samples) for _ in range(args.repeat))
+    limits = {
+        t: max(limit_rate(args, cfg0, samples, t) for _ in range(args.repeat))
+        for t in args.limit_threads
+    }
+    limit = limits[args.limit_threads[0]]  # the reference of the "x limit" column
     print(
         f"\nround: {args.clients} clients x tau {args.iterations} x batch {args.batch_size} = "
         f"{samples:,} samples, model {args.model}, augment {args.augment}"
@@ -209,10 +215,9 @@ def timing_table(args: argparse.Namespace) -> None:
         f"{'max|dw|':>9} {'med|dw|':>9} {'max rel':>9}" + (f" {'rerun':>9}" * (args.repeat > 1))
     )
     print(head + "\n" + "-" * len(head))
-    print(
-        f"{f'limit (batch {args.limit_batch}, {args.limit_threads} thr)':<28} "
-        f"{limit:>10.0f} {1.0:>8.2f} {samples / limit:>8.1f}"
-    )
+    for t, rate in limits.items():
+        label = f"limit (batch {args.limit_batch}, {t} thr)"
+        print(f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {samples / rate:>8.1f}")
     start = initial_weights(cfg0)
     ref: dict[int, Reply] | None = None
     for name in args.backends:
@@ -285,7 +290,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="compute-device of the batched executor",
     )
     p.add_argument("--limit-batch", type=int, default=512)
-    p.add_argument("--limit-threads", type=int, default=2)
+    p.add_argument(
+        "--limit-threads",
+        type=int,
+        nargs="+",
+        default=[2],
+        help="threads of the limit loop; the first is the reference (add 1 to see one core's rate)",
+    )
     p.add_argument("--repeat", type=int, default=1, help="time each row this often, keep the best")
     p.add_argument(
         "--ulp-clients",
