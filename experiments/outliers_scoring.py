@@ -21,6 +21,10 @@ and its later scores differ. The figures are therefore the blacklisting
 statistics of a trajectory without the filter: which clients each reference
 would blacklist, if blacklisting did not change the training.
 
+The replay is repeated with the first 2, 4 and 6 group rounds left unscored
+(:data:`WARMUPS`; the policy's ``outlier-warmup``, not the paper's rule), to
+show how much of the outcome the first rounds decide.
+
 Per reference and seed: honest (regular) clients that would be blacklisted,
 precision and recall against the true outlier ids, the group round of the
 first blacklisting, and per group round the median cosine of outliers and of
@@ -51,6 +55,9 @@ SETTING = dict(
     cosine_reference="global-change",
 )
 BETA, ROUNDS = 0.5, 3
+#: Group rounds left unscored in the offline replay: 0 is the paper's rule; the others show
+#: how much of the result comes from the first rounds (the policy's ``outlier-warmup``).
+WARMUPS = (0, 2, 4, 6)
 METRICS = (
     "honest_blacklisted",
     "precision",
@@ -82,15 +89,23 @@ def scores_of(args, rec: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in rows if not r.get("straggler")]
 
 
-def reference_row(kind: str, scores: list[dict[str, Any]], outliers: frozenset[int]) -> dict:
-    """Replayed blacklist quality and median cosines of one reference."""
+def reference_row(
+    kind: str, scores: list[dict[str, Any]], outliers: frozenset[int], warmup: int = 0
+) -> dict:
+    """Replayed blacklist quality and median cosines of one reference.
+
+    ``warmup`` (default 0, the paper) group rounds are left unscored, as the policy's
+    ``outlier-warmup`` would.
+    """
     field = score_field(kind)
+    scores = [r for r in scores if r["round"] >= warmup]
     banned = replay_blacklist(((r["cid"], r[field]) for r in scores), BETA, ROUNDS)
     first = min(banned.values(), default=None)
     out = [r[field] for r in scores if r["cid"] in outliers]
     reg = [r[field] for r in scores if r["cid"] not in outliers]
     return dict(
         reference=kind,
+        warmup=warmup,
         **blacklist_quality(banned, outliers),
         first_blacklist_round=None if first is None else scores[first]["round"],
         median_outlier=float(np.median(out)) if out else None,
@@ -171,7 +186,10 @@ def main(argv=None) -> None:
                 )
             )
             for kind in REFERENCE_KINDS:
-                rows.append(dict(mode=mode, seed=seed, **reference_row(kind, scores, outliers)))
+                for warmup in WARMUPS:
+                    rows.append(
+                        dict(mode=mode, seed=seed, **reference_row(kind, scores, outliers, warmup))
+                    )
                 rounds += [
                     dict(mode=mode, seed=seed, **r) for r in per_round(kind, scores, outliers)
                 ]
@@ -179,8 +197,9 @@ def main(argv=None) -> None:
     finish(
         args,
         rows,
-        aggregate(rows, ("mode", "reference"), METRICS),
+        aggregate([r for r in rows if r["warmup"] == 0], ("mode", "reference"), METRICS),
         {
+            "by_warmup": aggregate(rows, ("mode", "reference", "warmup"), METRICS),
             "per_round": aggregate(
                 rounds, ("mode", "reference", "round"), ("median_outlier", "median_regular")
             ),

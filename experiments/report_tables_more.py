@@ -166,6 +166,7 @@ def sec_outliers_scoring(d: dict) -> list[str]:
         ["partition", "reference", *(f"round {k}" for k in rounds)],
         [[m, ref, *(c.get(k, "n/a") for k in rounds)] for (m, ref), c in cells.items()],
     )
+    out += ["", *warmup_table(d.get("by_warmup", []))]
     shares = [
         [
             r["mode"],
@@ -190,4 +191,25 @@ def sec_outliers_scoring(d: dict) -> list[str]:
             "share of regular clients at the paper's bound",
         ],
         shares,
+    )
+
+
+def warmup_table(rows: list[dict]) -> list[str]:
+    """Honest clients blacklisted and recall when the first rounds are left unscored."""
+    warmups = sorted({r["warmup"] for r in rows})
+    if not warmups:
+        return []
+    cells: dict[tuple[str, str], dict[int, str]] = {}
+    for r in rows:
+        cells.setdefault((r["mode"], r["reference"]), {})[r["warmup"]] = (
+            f"{ms(r, 'honest_blacklisted', 1)} / {ms(r, 'recall')}"
+        )
+    head = [
+        "Replay with the first group rounds left unscored (the policy's `outlier-warmup`; "
+        "the paper scores from the first): honest clients blacklisted / recall.",
+        "",
+    ]
+    return head + table(
+        ["partition", "reference", *(f"unscored rounds: {w}" for w in warmups)],
+        [[m, ref, *(c.get(w, "n/a") for w in warmups)] for (m, ref), c in cells.items()],
     )

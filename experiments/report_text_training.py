@@ -126,6 +126,7 @@ def note_outliers(d: Summary, _: dict[str, Summary]) -> str:
 
 def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
     from fl_r2sp.datasets.paper_strict import OUTLIER_TOP, REGULAR_MIN
+    from fl_r2sp.strategies.params import OutlierParams
 
     rule = d.get("rule", {})
     shares = []
@@ -147,6 +148,30 @@ def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
             f"({num(mean(cleanest, 'honest_blacklisted'), 1)}), highest recall with "
             f"`{sharpest['reference']}` ({num(mean(sharpest, 'recall'))})"
         )
+    paper_ref = OutlierParams().reference
+    early = []
+    for mode in dict.fromkeys(r["mode"] for r in d.get("per_round", [])):
+        per = [r for r in d["per_round"] if (r["mode"], r["reference"]) == (mode, paper_ref)]
+        above = [
+            r["round"]
+            for r in per
+            if (mean(r, "median_outlier") or 0.0) > (mean(r, "median_regular") or 0.0)
+        ]
+        byw = {
+            r["warmup"]: r
+            for r in d.get("by_warmup", [])
+            if (r["mode"], r["reference"]) == (mode, paper_ref)
+        }
+        early.append(
+            f"`{mode}`: outliers' median above the regular clients' in group rounds "
+            f"{', '.join(map(str, above)) or 'none'} of {len(per)}; with the first rounds "
+            "unscored, honest clients blacklisted "
+            + ", ".join(
+                f"{num(mean(r, 'honest_blacklisted'), 1)} (unscored {w}, recall "
+                f"{num(mean(r, 'recall'))})"
+                for w, r in sorted(byw.items())
+            )
+        )
     costs = [c["run_seconds"] for c in d.get("cost", []) if c.get("run_seconds")]
     jobs = [c["jobs"] for c in d.get("cost", []) if c.get("jobs")]
     return (
@@ -154,7 +179,11 @@ def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
         + "; ".join(shares)
         + ". Replaying the rule (β = "
         f"{rule.get('beta')}, {rule.get('rounds')} consecutive "
-        "rounds) on each reference's score series: " + "; ".join(best) + ". These are the "
+        "rounds) on each reference's score series: "
+        + "; ".join(best)
+        + f". Under the paper's reading (`{paper_ref}`, the default): "
+        + "; ".join(early)
+        + ". These are the "
         "blacklisting statistics of a trajectory *without* the filter: identical to a run with "
         "that reference's filter on up to its first blacklisting, after which a real run "
         "trains on fewer clients. Cost: "
