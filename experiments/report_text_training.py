@@ -138,6 +138,14 @@ def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
             f" of regular clients have every class at or above {float(REGULAR_MIN):.0%} (median "
             f"smallest share {num(mean(r, 'regular_min_median'), 3)})"
         )
+    matches = [
+        f"`{r['mode']}`"
+        for r in d.get("shares", [])
+        if mean(r, "outlier_top_over_097") == mean(r, "regular_min_at_least_007") == 1.0
+    ]
+    shares.append(
+        "the description holds for every client only in " + (", ".join(matches) or "no mode")
+    )
     best = []
     for mode in dict.fromkeys(r["mode"] for r in d["table"]):
         mine = [r for r in d["table"] if r["mode"] == mode]
