@@ -175,7 +175,9 @@ class RunConfig:
         "Where the batched executor trains: auto (cuda if available, else cpu), cpu or cuda; "
         "serial and processes always train on the CPU. Not the `device` speed model.",
     )
-    executor_workers: int = _f(0, "Worker processes of executor=processes (0 = one per core).")
+    executor_workers: int = _f(
+        0, "Worker processes of executor=processes, and of batched on cpu (0 = one per core)."
+    )
     executor_stack: int = _f(
         0, "Most jobs one batched stack trains together (0 = auto: 16 on cpu, 1024 on cuda)."
     )

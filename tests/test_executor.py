@@ -17,6 +17,7 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.protocol import Job
 from fl_r2sp.server.evaluation import initial_weights
 from fl_r2sp.server.executor import ExecutorError, ExecutorTransport, SerialExecutor, make_executor
+from fl_r2sp.server.executor.batched import plan_stacks
 from fl_r2sp.server.executor.processes import ProcessExecutor
 from fl_r2sp.server.runner import run
 
@@ -74,7 +75,7 @@ def jobs(c: RunConfig, cids: list[int]) -> list[Job]:
 
 
 def test_batched_reply_does_not_depend_on_its_stack_mates() -> None:
-    c = cfg(executor="batched", compute_device="cpu", local_iterations=5)
+    c = cfg(executor="batched", compute_device="cpu", local_iterations=5, executor_workers=1)
     runtime = runtime_for(c)
     alone = make_executor(c, runtime)
     alone.submit(jobs(c, [1])[0])
@@ -88,15 +89,32 @@ def test_batched_reply_does_not_depend_on_its_stack_mates() -> None:
     assert (replies[1].delay_s, replies[1].compute_s) == (ref.delay_s, ref.compute_s)
 
 
-def test_batched_stacks_hold_at_most_executor_stack_jobs() -> None:
-    c = cfg(executor="batched", compute_device="cpu", executor_stack=2)
-    ex = make_executor(c, runtime_for(c))
-    for job in jobs(c, [4, 2, 7]):
-        ex.submit(job)
-    # Submission order decides the stacks: (4, 2), then (7).
-    assert [r.cid for r in ex.collect(1.0)] == [4, 2]
-    assert [r.cid for r in ex.collect(1.0)] == [7]
-    assert ex.collect(1.0) == []
+def test_stacks_are_near_equal_runs_of_one_batch_size() -> None:
+    # Jobs 0, 1, 3, 4, 5 use batch 32, job 2 (a small client) batch 5:
+    # ceil(5 / 2) = 3 runs of the first group, cut at 5 * k // 3 = 0, 1, 3, 5.
+    assert plan_stacks([32, 32, 5, 32, 32, 32], max_stack=2) == [[0], [1, 3], [4, 5], [2]]
+    # At least one stack per worker: 6 jobs, 4 workers, cuts 0, 1, 3, 4, 6.
+    assert plan_stacks([32] * 6, max_stack=16, workers=4) == [[0], [1, 2], [3], [4, 5]]
+    assert plan_stacks([32] * 2, max_stack=16, workers=4) == [[0], [1]]
+
+
+def test_batched_in_worker_processes_equals_batched_in_this_process() -> None:
+    # 8 jobs in stacks of at most 2: the same 4 stacks with 1 or 2 processes.
+    replies = {}
+    for workers in (1, 2):
+        c = cfg(
+            executor="batched", compute_device="cpu", executor_stack=2, executor_workers=workers
+        )
+        ex = make_executor(c, runtime_for(c))
+        try:
+            for job in jobs(c, list(range(8))):
+                ex.submit(job)
+            replies[workers] = {r.cid: r.weights for r in ex.collect(1.0)}
+            assert ex.collect(1.0) == []
+        finally:
+            ex.close()
+    assert sorted(replies[1]) == sorted(replies[2]) == list(range(8))
+    assert all(np.array_equal(replies[1][c], replies[2][c]) for c in range(8))
 
 
 def test_a_killed_worker_raises_a_clear_error() -> None:

@@ -1,21 +1,28 @@
-"""Outstanding jobs trained together as one stacked model (``torch.func``), on CPU or CUDA.
+"""Outstanding jobs trained together as stacked models (``torch.func``), on CPU or CUDA.
 
-Each :meth:`BatchedExecutor.collect` call trains one *stack*: the oldest
-outstanding job plus up to ``max_stack - 1`` later ones with the same batch
-size (clients with fewer samples than ``batch-size`` train on smaller
-batches and stack among themselves), in submission order. The training set
-is moved to the device once; each job's batch rows and augmentation are drawn
-on the CPU with the job's own seeded generator (the very draws
-``train_local`` makes) and applied on the device, so a client's result
-differs from the serial one only by floating-point summation order. Which
-jobs share a stack depends only on the loop's sequence of submissions and
-collections, which the virtual clock fixes, so a seed gives the same stacks
-and the same results on every run with the same device.
+When the loop asks for replies and none is ready, :meth:`BatchedExecutor.collect`
+trains every outstanding job: :func:`plan_stacks` cuts them, in submission
+order and by batch size (clients with fewer samples than ``batch-size``
+train on smaller batches), into near-equal stacks of at most ``max_stack``
+jobs, and at least one per worker. On CUDA one process trains the stacks one
+after the other; on a CPU ``executor-workers`` processes (one per core by
+default) train them side by side, each single-threaded with its own copy of
+the training set.
+
+A stack (:class:`StackTrainer`) holds the training set on its device once;
+each job's batch rows and augmentation are drawn on the CPU with the job's
+own seeded generator (the very draws ``train_local`` makes) and applied on
+the device, so a client's result differs from the serial one only by
+floating-point summation order. Which jobs share a stack depends only on the
+loop's sequence of submissions and collections, which the virtual clock
+fixes, and on the worker count: a seed gives the same stacks and the same
+results on every run with the same device and ``executor-workers``.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 import torch
@@ -23,7 +30,8 @@ import torch
 from fl_r2sp.clients.runtime import ClientRuntime, data_for, job_seed
 from fl_r2sp.config import RunConfig
 from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.executor.base import error_reply, self_peak_rss_kb
+from fl_r2sp.server.executor.base import ExecutorError, error_reply, self_peak_rss_kb
+from fl_r2sp.server.executor.pool import WorkerPool
 from fl_r2sp.training.checks import as_tensors, check_label_range
 from fl_r2sp.training.schedule import draw_schedule
 from fl_r2sp.training.stacked import train_stacked
@@ -61,34 +69,54 @@ def deterministic_cuda() -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-class BatchedExecutor:
-    """Trains outstanding jobs as stacks of up to ``max_stack`` models.
+def plan_stacks(batches: list[int], max_stack: int, workers: int = 1) -> list[list[int]]:
+    """Cut outstanding jobs into stacks: positions into ``batches``, in order.
+
+    Jobs stack with jobs of the same batch size only; each such group is cut
+    into ``max(ceil(n / max_stack), min(workers, n))`` near-equal consecutive
+    runs (sizes differ by at most one), so no stack exceeds ``max_stack`` and
+    every worker gets one when there are enough jobs.
+
+    Parameters
+    ----------
+    batches : list of int
+        Batch size of each outstanding job, in submission order.
+    max_stack : int
+        Most jobs per stack (>= 1).
+    workers : int (default: 1)
+        Processes that will train the stacks.
+    """
+    if max_stack < 1 or workers < 1:
+        raise ValueError(f"need max_stack >= 1 and workers >= 1, got {max_stack}, {workers}")
+    groups: dict[int, list[int]] = {}
+    for pos, b in enumerate(batches):
+        groups.setdefault(b, []).append(pos)
+    stacks: list[list[int]] = []
+    for members in groups.values():
+        n = len(members)
+        count = max(math.ceil(n / max_stack), min(workers, n))
+        cuts = [n * k // count for k in range(count + 1)]
+        stacks += [members[cuts[k] : cuts[k + 1]] for k in range(count)]
+    return stacks
+
+
+class StackTrainer:
+    """Trains lists of jobs as one stacked model on one device; the data live there once.
 
     Parameters
     ----------
     cfg : RunConfig
-        The run configuration (virtual clock only: a stack has no per-job
-        wall time).
+        The run configuration.
     runtime : ClientRuntime
         Supplies the model, the modelled compute time and the injected delays.
     device : torch.device
         Where to train.
-    max_stack : int (default: 0 = :data:`AUTO_STACK` of the device type)
-        Most jobs per stack (bounds device memory).
     """
 
-    def __init__(
-        self, cfg: RunConfig, runtime: ClientRuntime, device: torch.device, max_stack: int = 0
-    ) -> None:
-        if cfg.clock != "virtual":
-            raise ValueError(
-                "executor='batched' needs clock='virtual' (a stack has no "
-                "per-job wall time); use executor='processes' with clock='wall'"
-            )
+    def __init__(self, cfg: RunConfig, runtime: ClientRuntime, device: torch.device) -> None:
         if device.type == "cuda":
             deterministic_cuda()
         self.cfg, self.runtime, self.device = cfg, runtime, device
-        self.max_stack = max_stack or AUTO_STACK.get(device.type, 16)
         data = data_for(cfg)
         x, y = as_tensors(data.train.x, data.train.y, "batched executor")
         if cfg.augment and x.dim() != 4:
@@ -96,34 +124,9 @@ class BatchedExecutor:
         check_label_range(y, data.train.num_classes, "batched executor")
         self._x, self._y = x.to(device), y.to(device)  # the training set, once
         self._rows = [torch.from_numpy(p).long() for p in data.partition.indices]
-        self._pending: list[Job] = []
-        self._ready: list[Reply] = []
 
-    def _batch(self, cid: int) -> int:
-        return min(self.cfg.batch_size, len(self._rows[cid]))
-
-    def submit(self, job: Job) -> None:
-        """Queue ``job`` for a later stack."""
-        if not 0 <= job.cid < len(self._rows):
-            raise ValueError(f"partition id {job.cid} out of range 0..{len(self._rows) - 1}")
-        self._pending.append(job)
-
-    def collect(self, timeout: float) -> list[Reply]:
-        """Train the next stack (unless replies are ready) and return its replies."""
-        if not self._ready and self._pending:
-            b = self._batch(self._pending[0].cid)
-            stack = [j for j in self._pending if self._batch(j.cid) == b][: self.max_stack]
-            chosen = {id(j) for j in stack}
-            self._pending = [j for j in self._pending if id(j) not in chosen]
-            try:
-                self._ready = self._train(stack)
-            except Exception as exc:  # as a crashing ClientApp: every job of the stack fails
-                log.warning("batched stack of %d jobs failed: %s", len(stack), exc)
-                self._ready = [error_reply(j, exc) for j in stack]
-        out, self._ready = self._ready, []
-        return out
-
-    def _train(self, stack: list[Job]) -> list[Reply]:
+    def train(self, stack: list[Job]) -> list[Reply]:
+        """Train ``stack`` together; one reply per job, in order."""
         cfg, seed = self.cfg, self.cfg.seed
         rows, offsets, flips = [], [], []
         for job in stack:
@@ -152,22 +155,123 @@ class BatchedExecutor:
             momentum=cfg.momentum,
             weight_decay=cfg.weight_decay,
         )
-        return [  # a configured attack rewrites the reply on the "client" side, as runtime.run
-            self.runtime.attacks.apply(
-                job,
-                Reply(
-                    job.cid,
-                    job.index,
-                    job.tag,
-                    weights=res.weights[k].copy(),
-                    num_examples=len(self._rows[job.cid]),
-                    loss=float(res.mean_losses[k]),
-                    compute_s=self.runtime.compute_seconds(job.cid),
-                    delay_s=self.runtime.delay.sample_for(seed, job.cid, job.index),
-                ),
+        return [
+            Reply(
+                job.cid,
+                job.index,
+                job.tag,
+                weights=res.weights[k].copy(),
+                num_examples=len(self._rows[job.cid]),
+                loss=float(res.mean_losses[k]),
+                compute_s=self.runtime.compute_seconds(job.cid),
+                delay_s=self.runtime.delay.sample_for(seed, job.cid, job.index),
             )
             for k, job in enumerate(stack)
         ]
+
+    def train_safely(self, stack: list[Job]) -> list[Reply]:
+        """:meth:`train`, with an exception failing every job of the stack (as a crashing
+        ClientApp would) instead of the run."""
+        try:
+            return self.train(stack)
+        except Exception as exc:
+            log.warning("batched stack of %d jobs failed: %s", len(stack), exc)
+            return [error_reply(j, exc) for j in stack]
+
+    def release(self) -> None:
+        """Drop the device copy of the training set."""
+        self._x = self._y = torch.empty(0)
+
+
+class BatchedExecutor:
+    """Trains the outstanding jobs as stacks, in this process or in CPU worker processes.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run configuration (virtual clock only: a stack has no per-job
+        wall time).
+    runtime : ClientRuntime
+        Supplies the model, the modelled compute time and the injected delays.
+    device : torch.device
+        Where to train.
+    max_stack : int (default: 0 = :data:`AUTO_STACK` of the device type)
+        Most jobs per stack (bounds memory).
+    workers : int (default: 1)
+        CPU only: processes training stacks side by side (1 = this process).
+    """
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        runtime: ClientRuntime,
+        device: torch.device,
+        max_stack: int = 0,
+        workers: int = 1,
+    ) -> None:
+        if cfg.clock != "virtual":
+            raise ValueError(
+                "executor='batched' needs clock='virtual' (a stack has no "
+                "per-job wall time); use executor='processes' with clock='wall'"
+            )
+        self.cfg, self.device = cfg, device
+        self.max_stack = max_stack or AUTO_STACK.get(device.type, 16)
+        self.workers = workers if device.type == "cpu" else 1
+        self._sizes = [len(p) for p in data_for(cfg).partition.indices]
+        self._pending: list[Job] = []
+        self._ready: list[Reply] = []
+        self._trainer: StackTrainer | None = None
+        self._pool: WorkerPool | None = None
+        if self.workers > 1:
+            self._pool = WorkerPool(cfg, self.workers, "stacks")
+        else:
+            self._trainer = StackTrainer(cfg, runtime, device)
+
+    def wait_ready(self, timeout: float = 300.0) -> None:
+        """Block until the worker processes (if any) have loaded the data."""
+        if self._pool is not None:
+            self._pool.wait_ready(timeout)
+
+    def submit(self, job: Job) -> None:
+        """Queue ``job`` for the next stacks."""
+        if not 0 <= job.cid < len(self._sizes):
+            raise ValueError(f"partition id {job.cid} out of range 0..{len(self._sizes) - 1}")
+        self._pending.append(job)
+
+    def collect(self, timeout: float) -> list[Reply]:
+        """Train every outstanding job (unless replies are ready) and return the replies.
+
+        ``timeout`` is not used: this computes rather than waits. With worker
+        processes the wait for their stacks ends with :class:`ExecutorError`
+        when none finishes within ``job-timeout`` seconds.
+        """
+        if not self._ready and self._pending:
+            jobs, self._pending = self._pending, []
+            batches = [min(self.cfg.batch_size, self._sizes[j.cid]) for j in jobs]
+            stacks = [
+                [jobs[i] for i in s] for s in plan_stacks(batches, self.max_stack, self.workers)
+            ]
+            if self._pool is None:
+                assert self._trainer is not None
+                self._ready = [r for stack in stacks for r in self._trainer.train_safely(stack)]
+            else:
+                self._ready = self._train_in_pool(self._pool, stacks)
+        out, self._ready = self._ready, []
+        return out
+
+    def _train_in_pool(self, pool: WorkerPool, stacks: list[list[Job]]) -> list[Reply]:
+        for k, stack in enumerate(stacks):
+            pool.put(k, stack)
+        done: dict[int, list[Reply]] = {}
+        while pool.pending():
+            got = pool.results(timeout=self.cfg.job_timeout)
+            if not got:
+                raise ExecutorError(
+                    f"no stack finished within job-timeout="
+                    f"{self.cfg.job_timeout:g} s; a worker hangs"
+                )
+            done.update((int(k), replies) for k, replies in got)  # type: ignore[call-overload]
+        return [r for k in range(len(stacks)) for r in done[k]]
 
     def cancel(self, cid: int) -> None:
         """Drop ``cid``'s queued job or unreturned reply."""
@@ -179,14 +283,17 @@ class BatchedExecutor:
         return len(self._pending) + len(self._ready)
 
     def peak_rss_kb(self) -> dict[str, int]:
-        """Peak memory of this process (and the device's peak allocation on CUDA)."""
-        out = {"main": self_peak_rss_kb()}
+        """Peak memory of this process and the workers (and the device's peak on CUDA)."""
+        out = {"main": self_peak_rss_kb()} if self._pool is None else self._pool.peak_rss_kb()
         if self.device.type == "cuda":
             out["cuda"] = int(torch.cuda.max_memory_allocated(self.device) // 1024)
         return out
 
     def close(self) -> None:
-        """Drop queued jobs and the device copy of the training set."""
+        """Drop queued jobs, stop the workers, free the device copy of the data."""
         self._pending.clear()
         self._ready.clear()
-        self._x = self._y = torch.empty(0)
+        if self._pool is not None:
+            self._pool.close()
+        if self._trainer is not None:
+            self._trainer.release()

@@ -108,7 +108,8 @@ def make_executor(cfg: RunConfig, runtime: ClientRuntime) -> Executor:
 
         device = resolve_device(cfg.compute_device)
         log.info("batched executor on %s", device)
-        return BatchedExecutor(cfg, runtime, device, cfg.executor_stack)
+        workers = resolve_workers(cfg.executor_workers)
+        return BatchedExecutor(cfg, runtime, device, cfg.executor_stack, workers)
     raise ValueError(f"executor={cfg.executor!r} is not one of 'serial', 'processes', 'batched'")
 
 
