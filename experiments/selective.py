@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.cluster_twin_setup import md_table
 from experiments.selective_figs import fig5_6, fig7
-from experiments.selective_setup import TRIALS, md_table
+from experiments.selective_setup import TRIALS
 from experiments.selective_setup import __doc__ as SETUP
 from experiments.selective_sweeps import compute, fig8, fig9, fig10, fig13, fig14
 

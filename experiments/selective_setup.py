@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.cluster_twin_setup import _fmt
 from experiments.common import write_csv
 from fl_r2sp.cluster.policies.reduce import ReduceParams
 from fl_r2sp.cluster.sim.reduce_result import summarize_trials
@@ -165,20 +166,6 @@ def write_item(
     for row in claims:
         print("  " + " | ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
     return d
-
-
-def _fmt(v: Any) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-def md_table(table: Sequence[Mapping[str, Any]]) -> str:
-    """A markdown table of dict rows (keys of the first row)."""
-    if not table:
-        return ""
-    keys = list(table[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(_fmt(r.get(k, "")) for k in keys) + " |" for r in table]
-    return "\n".join(lines)
 
 
 def panels(
