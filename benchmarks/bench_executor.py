@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from fl_r2sp.clients.runtime import ClientRuntime, data_for, runtime_for  # noqa: E402
 from fl_r2sp.config import RunConfig  # noqa: E402
-from fl_r2sp.datasets import shared_data_dir  # noqa: E402
+from fl_r2sp.datasets.paths import resolve_data_dir  # noqa: E402
 from fl_r2sp.models import build_model  # noqa: E402
 from fl_r2sp.protocol import Job, Reply  # noqa: E402
 from fl_r2sp.server.evaluation import initial_weights  # noqa: E402
@@ -69,12 +69,13 @@ BACKENDS = ("serial", "processes", "batched")
 
 
 def data_dir(choice: str, clients: int) -> str:
-    """CIFAR-10 beside the checkout, else a synthetic CIFAR-shaped archive (own cache)."""
-    found = shared_data_dir()
-    if choice != "synthetic" and found is not None and (found / "cifar10").is_dir():
+    """CIFAR-10 where the loaders look ($FL_R2SP_DATA, data/, ../shared/data), else a
+    synthetic CIFAR-shaped archive (own cache)."""
+    found = resolve_data_dir(None)
+    if choice != "synthetic" and (found / "cifar10").is_dir():
         return str(found)
     if choice == "cifar10":
-        raise SystemExit("--data cifar10: no ../shared/data/cifar10 beside this checkout")
+        raise SystemExit(f"--data cifar10: no cifar10 folder in {found} ($FL_R2SP_DATA)")
     from fl_r2sp.datasets.synthetic import write_cifar_npz
 
     root = Path(tempfile.mkdtemp(prefix="bench-executor-"))

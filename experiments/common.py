@@ -52,6 +52,9 @@ class Args:
     only_models: tuple[str, ...] = ()
     skip_training: bool = False
     reuse: str = "current"
+    #: How runs are computed (RunConfig fields): executor, compute_device,
+    #: executor_workers. Not part of a run's cache key (see :data:`_EXECUTION`).
+    execution: tuple[tuple[str, Any], ...] = ()
 
     @property
     def item_dir(self) -> Path:
@@ -90,6 +93,7 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
         help="current: only runs of the current code (default, or "
         f"${provenance.REUSE_ENV}); any: else the newest of any code",
     )
+    _execution_flags(parser)
     ns = parser.parse_args(argv)
     try:
         seeds = tuple(int(s) for s in ns.seeds.split(",") if s.strip())
@@ -106,7 +110,37 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
         only,
         ns.skip_training,
         provenance.reuse_mode(ns.reuse_runs),
+        _execution(ns),
     )
+
+
+def _execution_flags(parser: argparse.ArgumentParser) -> None:
+    """``--executor``, ``--compute-device``, ``--executor-workers`` (defaults: the run
+    config's, overridable by ``$FL_R2SP_EXECUTOR`` / ``$FL_R2SP_COMPUTE_DEVICE``)."""
+    parser.add_argument(
+        "--executor",
+        choices=("serial", "processes", "batched"),
+        default=os.environ.get("FL_R2SP_EXECUTOR") or None,
+        help="how client jobs are computed (default: the run config's, serial)",
+    )
+    parser.add_argument(
+        "--compute-device",
+        choices=("auto", "cpu", "cuda"),
+        default=os.environ.get("FL_R2SP_COMPUTE_DEVICE") or None,
+        help="where executor=batched trains (default: the run config's, auto)",
+    )
+    parser.add_argument(
+        "--executor-workers", type=int, default=None, help="worker processes (0 = per core)"
+    )
+
+
+def _execution(ns: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
+    picked = (
+        ("executor", ns.executor),
+        ("compute_device", ns.compute_device),
+        ("executor_workers", ns.executor_workers),
+    )
+    return tuple((k, v) for k, v in picked if v is not None)
 
 
 def say(msg: str) -> None:
@@ -173,8 +207,13 @@ def build_config(family: str, scale: str, seed: int, **diff: Any):
     return cfg.replace(max_updates=rounds * unit, eval_every=unit)
 
 
+#: Run-config keys that say how a run is computed, not what: the executors give
+#: the serial results bit for bit (processes) or within float tolerance (batched;
+#: README, "Executors"). A cached run is reused whichever executor computed it;
+#: its record keeps the executor and device in ``config``.
+_EXECUTION = ("executor", "compute-device", "executor-workers", "executor-stack")
 #: Run-config keys that do not change a run's result.
-_OUTPUT_ONLY = ("run-dir", "plots", "data-dir")
+_OUTPUT_ONLY = ("run-dir", "plots", "data-dir", *_EXECUTION)
 
 
 def config_key(cfg: Any) -> str:
@@ -230,7 +269,7 @@ def cached_run(
     :func:`load_jobs` / :func:`load_traces`. With ``cached_only=True``
     (default False) a missing run is not started and None is returned.
     """
-    cfg = build_config(family, args.scale, seed, **diff)
+    cfg = build_config(family, args.scale, seed, **{**dict(args.execution), **diff})
     ckey = config_key(cfg)
     runs = args.out / "_runs"
     key = provenance.run_key(ckey, provenance.code_version())
@@ -256,7 +295,9 @@ def cached_run(
         f"N={cfg.num_partitions}, M={cfg.groups}, max_updates={cfg.max_updates})"
     )
     started = time.perf_counter()
-    out = run(cfg.replace(run_dir=str(runs)), write=False, progress=False)
+    # Progress lines (one per evaluation) only when asked: the item scripts run under nohup.
+    progress = os.environ.get("FL_R2SP_PROGRESS", "") == "1"
+    out = run(cfg.replace(run_dir=str(runs)), write=False, progress=progress)
     runs.mkdir(parents=True, exist_ok=True)
     # Side files first, each whole by a rename; the record (the completion marker) last.
     for suffix, rows in (

@@ -25,7 +25,10 @@ class CentralEvaluator:
     Parameters
     ----------
     cfg : RunConfig
-        Selects data set and model.
+        Selects data set and model. With ``executor = "batched"`` the model is
+        scored on the executor's ``compute-device`` (a paper-size run on a GPU
+        would otherwise spend most of its time scoring on one CPU thread);
+        otherwise on the CPU.
     """
 
     def __init__(self, cfg: RunConfig) -> None:
@@ -35,6 +38,10 @@ class CentralEvaluator:
         name = resolve_model_name(cfg.model, cfg.dataset)
         self.model = build_model(name, num_classes=data.train.num_classes, seed=0)
         self.template = state_to_arrays(self.model)
+        if cfg.executor == "batched":
+            from fl_r2sp.server.executor.batched import resolve_device
+
+            self.model.to(resolve_device(cfg.compute_device))
 
     def __call__(self, weights: np.ndarray) -> tuple[float, float]:
         """Return (loss, accuracy) of ``weights`` on the test split."""
