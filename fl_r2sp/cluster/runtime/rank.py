@@ -88,6 +88,12 @@ def run_rank(
         from fl_r2sp.cluster.runtime.reduce_rank import run_reduce_rank
 
         return run_reduce_rank(config, init_method, rank, world_size, local_rank)
+    from fl_r2sp.cluster.runtime.dssync_config import is_dssync_run
+
+    if is_dssync_run(config):  # DS-Sync, hierarchical all-reduce, gossip: no parameter server
+        from fl_r2sp.cluster.runtime.dssync_rank import run_dssync_rank
+
+        return run_dssync_rank(config, init_method, rank, world_size, local_rank)
     cfg = config if isinstance(config, ClusterConfig) else ClusterConfig.from_dict(config)
     cfg.validate(check_model=False)
     rank = _env_int("RANK", rank)
