@@ -127,3 +127,28 @@ def test_config_round_trip_and_validation() -> None:
         DSSyncRunConfig(base=base, racks=((0, 1, 2),)).validate()
     with pytest.raises(ValueError, match="uplink_mb_s needs 2"):
         DSSyncRunConfig(base=base, racks=((0, 1), (2, 3)), uplink_mb_s=(1.0,)).validate()
+
+
+def _cli(argv: list[str], scheme: str) -> DSSyncRunConfig:
+    import argparse
+
+    from fl_r2sp.cluster.runtime import dssync_cli
+
+    parser = argparse.ArgumentParser()
+    dssync_cli.add_flags(parser.add_argument_group())
+    ns = parser.parse_args(argv)
+    ns.scheme = scheme
+    given = frozenset(a.lstrip("-").replace("-", "_") for a in argv if a.startswith("--"))
+    base = ClusterConfig(workers=8, model="mlp", dataset="synthetic")
+    return dssync_cli.build(ns, base, given).validate()
+
+
+def test_cli_builds_a_scenario_and_refuses_misplaced_flags() -> None:
+    cfg = _cli(["--scenario", "S2", "--link-rate", "8", "--regroup-period", "50"], "dssync")
+    assert cfg.racks == RACKS and cfg.uplink_mb_s == (4.0, 4.0) and cfg.params.period == 50
+    cfg = _cli(["--racks", "0,1,2/3,4,5,6,7", "--uplink-caps", "1,2"], "hierarchical")
+    assert cfg.racks == ((0, 1, 2), (3, 4, 5, 6, 7)) and cfg.uplink_mb_s == (1.0, 2.0)
+    with pytest.raises(ValueError, match="--regroup-period applies to --scheme dssync"):
+        _cli(["--regroup-period", "5"], "gossip")
+    with pytest.raises(ValueError, match="not both"):
+        _cli(["--scenario", "S1", "--link-rate", "8", "--racks", "0/1,2,3,4,5,6,7"], "dssync")

@@ -196,7 +196,7 @@ class Lead:
             "t_started": self.t0, "lost_workers": sorted(set(range(base.workers))
                                                          - set(self.plan.live)),
             **row_stats(self.rows), "boundaries": len(self.trace),
-            "bottlenecks": self.trace[-1] if self.trace else None, "run_dir": str(self.run_dir),
+            "last_boundary": self.trace[-1] if self.trace else None, "run_dir": str(self.run_dir),
         }  # fmt: skip
         if final is not None:
             ema, avg = final
