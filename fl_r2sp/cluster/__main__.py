@@ -1,10 +1,13 @@
 """``python -m fl_r2sp.cluster --scheme r2sp --workers 8 --servers 2 --model resnet32 ...``
 
-Validates the flags, starts S parameter servers and N workers on this machine through torch's
-elastic launcher (as ``torchrun --standalone``), prints the coordinator's progress lines and
-the run summary, and exits 0 on success, 1 if the run failed, 2 on bad flags. Across machines,
-run ``torchrun ... -m fl_r2sp.cluster.runtime.rank`` with the same flags instead (README,
-"Cluster mode").
+or ``python -m fl_r2sp.cluster --scheme allreduce|partial|selective --workers 8 --link-max 40
+...`` (decentralised workers, no parameter server; ``--help`` lists every family's flags).
+
+Validates the flags, starts the ranks (S parameter servers and N workers, or N workers) on
+this machine through torch's elastic launcher (as ``torchrun --standalone``), prints the
+coordinator's progress lines and the run summary, and exits 0 on success, 1 if the run failed,
+2 on bad flags. Across machines, run ``torchrun ... -m fl_r2sp.cluster.runtime.rank`` with the
+same flags instead (README, "Cluster mode").
 """
 
 from __future__ import annotations
@@ -16,15 +19,11 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the cluster mode from the command line; return the exit status."""
-    from fl_r2sp.cluster.runtime.cli import parse
+    from fl_r2sp.cluster.runtime.cli import describe, parse
     from fl_r2sp.cluster.runtime.launcher import ClusterRunError, launch
 
     cfg, ns = parse(argv)
-    print(
-        f"[cluster] {cfg.scheme.scheme}: {cfg.servers} PS + {cfg.workers} workers, "
-        f"{cfg.model} on {cfg.dataset}, {cfg.max_iterations} iterations per worker",
-        flush=True,
-    )
+    print(f"[cluster] {describe(cfg, ns.scheme)}", flush=True)
     try:
         summary = launch(cfg, start_method=ns.launch_method)
     except ClusterRunError as exc:

@@ -1,5 +1,11 @@
 """Command-line flags of the cluster mode (shared by the launcher and the torchrun entry).
 
+``--scheme`` picks a *family* from :data:`FAMILIES`: the parameter-server schemes (this
+module's PS flags, a :class:`ClusterConfig`) or the all-reduce family (:mod:`.reduce_cli`, a
+:class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig`); the rank entry dispatches on
+the config's type. A family owns its flags: one typed with another family's scheme is refused
+(exit 2) instead of being silently ignored. A new runtime adds one :class:`SchemeFamily` row.
+
 No flag is a prefix of one of torchrun's own flags (``torchrun`` would otherwise take it as an
 abbreviation of its flag and fail with "ambiguous option"); a test checks this against
 torchrun's parser.
@@ -8,10 +14,62 @@ torchrun's parser.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.params import SCHEMES, T_MEASURES, TUNING_RULES, SchemeParams
+from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES
+from fl_r2sp.cluster.runtime import reduce_cli
+
+
+class RunConfig(Protocol):
+    """What the launchers need of any family's run configuration."""
+
+    @property
+    def world_size(self) -> int:
+        """Ranks the run starts."""
+        ...
+
+    @property
+    def run_timeout_s(self) -> float:
+        """Wall limit of the run, s."""
+        ...
+
+    def validate(self, check_model: bool = True) -> Any:
+        """Raise ValueError on a bad field; return the config."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict that :func:`fl_r2sp.cluster.runtime.rank.run_rank` accepts."""
+        ...
+
+
+@dataclass(frozen=True)
+class SchemeFamily:
+    """One runtime: its schemes, its own flags, and how a run config is built from them.
+
+    Attributes
+    ----------
+    title : str
+        Help-group title, also named in the message that refuses a misplaced flag.
+    schemes : tuple of str
+        ``--scheme`` values it runs (a scheme belongs to one family).
+    add_flags : callable
+        ``add_flags(group)`` adds the family's flags.
+    build : callable
+        ``build(ns, base, given) -> RunConfig`` (not yet validated); ``given`` holds the
+        dests the user typed; raises ValueError on a bad combination.
+    describe : callable
+        ``describe(cfg) -> str``: the one-line announcement of the run.
+    """
+
+    title: str
+    schemes: tuple[str, ...]
+    add_flags: Callable[[argparse._ArgumentGroup], None]
+    build: Callable[[argparse.Namespace, ClusterConfig, frozenset[str]], Any]
+    describe: Callable[[Any], str]
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -30,20 +88,22 @@ def build_parser(prog: str = "python -m fl_r2sp.cluster") -> argparse.ArgumentPa
     p = argparse.ArgumentParser(
         prog=prog,
         allow_abbrev=False,
-        description="Parameter-server training on torch.distributed (gloo) with BSP, ASP, SSP, "
-        "R²SP or SAFA coordination.",
+        description="Data-parallel training on torch.distributed (gloo): parameter servers with "
+        "BSP, ASP, SSP, R²SP or SAFA coordination, or decentralised all reduce, partial reduce "
+        "and selective reduce.",
     )
     _job_flags(p.add_argument_group("job"), ClusterConfig())
-    _scheme_flags(p.add_argument_group("scheme"), SchemeParams("r2sp"))
     _emulation_flags(p.add_argument_group("emulation and limits"), ClusterConfig())
+    for family in FAMILIES:
+        family.add_flags(p.add_argument_group(f"{family.title} ({', '.join(family.schemes)})"))
     return p
 
 
 def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a = g.add_argument
-    a("--scheme", choices=SCHEMES, default="r2sp", help="coordination scheme [r2sp]")
+    a("--scheme", choices=[s for f in FAMILIES for s in f.schemes], default="r2sp",
+      help="coordination scheme [r2sp]")  # fmt: skip
     a("--workers", type=int, default=d.workers, help=f"N worker ranks [{d.workers}]")
-    a("--servers", type=int, default=d.servers, help=f"S parameter servers [{d.servers}]")
     a("--model", default=d.model, help=f"mlp, mlp-wide, resnet32, alexnet, vgg16, transformer "
                                        f"[{d.model}]")  # fmt: skip
     a("--dataset", default=d.dataset, help=f"cifar10, synthetic, copy, reverse [{d.dataset}]")
@@ -51,7 +111,6 @@ def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a("--max-train", type=int, default=d.max_train, help="N train examples, stratified (0 = all)")
     a("--batch-size", type=int, default=d.batch_size, help=f"initial batch size [{d.batch_size}]")
     a("--lr", type=float, default=d.lr, help=f"learning rate [{d.lr}]")
-    a("--momentum", type=float, default=d.momentum, help=f"PS momentum [{d.momentum}]")
     a("--iterations", type=int, default=d.max_iterations,
       help=f"iterations per worker [{d.max_iterations}]")  # fmt: skip
     a("--loss-threshold", type=float, default=d.loss_threshold,
@@ -60,15 +119,20 @@ def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
       help=f"iterations below the threshold [{d.convergence_window}]")  # fmt: skip
     a("--seed", type=int, default=d.seed, help=f"seed [{d.seed}]")
     a("--run-dir", default=d.run_dir, help=f"parent of the run directory [{d.run_dir}]")
+
+
+def _ps_flags(g: argparse._ArgumentGroup) -> None:
+    d, sp = ClusterConfig(), SchemeParams("r2sp")
+    a = g.add_argument
+    a("--servers", type=int, default=d.servers, help=f"S parameter servers [{d.servers}]")
+    a("--momentum", type=float, default=d.momentum, help=f"PS momentum [{d.momentum}]")
+    a("--server-bandwidth", type=float, default=d.server_bandwidth_mb_s,
+      help="cap on each PS's ingress and egress, MB/s (0 = unlimited) [0]")  # fmt: skip
     a("--eval-samples", type=int, default=d.eval_samples,
       help=f"test examples evaluated at the end (0 = none) [{d.eval_samples}]")  # fmt: skip
     a("--progress", type=float, default=d.progress_s,
       help=f"seconds between progress lines (0 = quiet) [{d.progress_s:.0f}]")  # fmt: skip
     a("--no-plots", action="store_true", help="do not draw gantt.png / gaps.png")
-
-
-def _scheme_flags(g: argparse._ArgumentGroup, sp: SchemeParams) -> None:
-    a = g.add_argument
     a("--gap-factor", type=float, default=sp.gap_factor, help=f"R²SP r [{sp.gap_factor}]")
     a("--ema-weight", type=float, default=sp.ema_weight, help=f"R²SP EMA weight [{sp.ema_weight}]")
     a("--t-measure", choices=T_MEASURES, default=sp.t_measure, help="R²SP T estimate [active]")
@@ -84,8 +148,6 @@ def _scheme_flags(g: argparse._ArgumentGroup, sp: SchemeParams) -> None:
 
 def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a = g.add_argument
-    a("--server-bandwidth", type=float, default=d.server_bandwidth_mb_s,
-      help="cap on each PS's ingress and egress, MB/s (0 = unlimited) [0]")  # fmt: skip
     a("--chunk-kb", type=int, default=d.chunk_kb, help=f"throttled chunk KiB [{d.chunk_kb}]")
     a("--compute-multipliers", type=_floats, default=d.compute_multipliers,
       help="per-worker slowdown factors >= 1, comma-separated")  # fmt: skip
@@ -103,14 +165,14 @@ def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
            "ignored under torchrun) [forkserver]")  # fmt: skip
 
 
-def config_from_namespace(ns: argparse.Namespace) -> ClusterConfig:
-    """Turn parsed flags into a (not yet validated) :class:`ClusterConfig`."""
+def _base_config(ns: argparse.Namespace) -> ClusterConfig:
+    """The shared knobs; PS scheme knobs only for a PS scheme (others keep the defaults)."""
     scheme = SchemeParams(
         ns.scheme, gap_factor=ns.gap_factor, ema_weight=ns.ema_weight, ssp_bound=ns.ssp_bound,
         tuning=ns.tuning, tuning_warmup=ns.tuning_warmup, t_measure=ns.t_measure,
         safa_staleness_bound=ns.safa_staleness_bound, safa_quorum=ns.safa_quorum,
         safa_deadline_s=ns.safa_deadline,
-    )  # fmt: skip
+    ) if ns.scheme in SCHEMES else ClusterConfig().scheme  # fmt: skip
     return ClusterConfig(
         workers=ns.workers, servers=ns.servers, scheme=scheme, model=ns.model,
         dataset=ns.dataset, data_dir=ns.data_dir, max_train=ns.max_train,
@@ -124,20 +186,90 @@ def config_from_namespace(ns: argparse.Namespace) -> ClusterConfig:
     )  # fmt: skip
 
 
-def parse(argv: Sequence[str] | None = None) -> tuple[ClusterConfig, argparse.Namespace]:
-    """Parse ``argv`` into a validated :class:`ClusterConfig` and the raw flags.
+def _describe_ps(cfg: ClusterConfig) -> str:
+    return (f"{cfg.scheme.scheme}: {cfg.servers} PS + {cfg.workers} workers, {cfg.model} on "
+            f"{cfg.dataset}, {cfg.max_iterations} iterations per worker")  # fmt: skip
 
-    Exits with status 2 and a message naming the problem if a flag is bad.
+
+#: The scheme table: one row per runtime (the first is the default family).
+FAMILIES: tuple[SchemeFamily, ...] = (
+    SchemeFamily("parameter-server", SCHEMES, _ps_flags, lambda ns, b, g: b, _describe_ps),
+    SchemeFamily("all-reduce family", REDUCE_SCHEMES, *reduce_cli.FAMILY_HOOKS),
+)
+
+
+def family_of(scheme: str) -> SchemeFamily:
+    """The family that runs ``scheme``.
+
+    Raises
+    ------
+    ValueError
+        If no family, or more than one, lists it.
+    """
+    found = [f for f in FAMILIES if scheme in f.schemes]
+    if len(found) != 1:
+        raise ValueError(f"scheme {scheme!r} is run by {len(found)} families (need exactly 1)")
+    return found[0]
+
+
+def _owners() -> dict[str, SchemeFamily]:
+    """Flag dest -> the family that owns it (shared flags are in no family)."""
+    owners: dict[str, SchemeFamily] = {}
+    for family in FAMILIES:
+        group = argparse.ArgumentParser(add_help=False).add_argument_group()
+        family.add_flags(group)
+        owners.update({action.dest: family for action in group._group_actions})
+    return owners
+
+
+def given_flags(argv: Sequence[str] | None = None) -> frozenset[str]:
+    """The dests of the flags actually typed in ``argv`` (None: ``sys.argv[1:]``)."""
+    shadow = build_parser()
+    for action in shadow._actions:
+        action.default = argparse.SUPPRESS
+    return frozenset(vars(shadow.parse_args(argv)))
+
+
+def config_from_namespace(ns: argparse.Namespace, given: frozenset[str] = frozenset()) -> Any:
+    """Turn parsed flags into a (not yet validated) run config of ``ns.scheme``'s family.
+
+    ``given`` (:func:`given_flags`) names the flags the user typed; one owned by another
+    family, or refused by the family's ``build``, raises ValueError. A PS scheme gives a
+    :class:`ClusterConfig`, an all-reduce-family scheme a ``ReduceRunConfig``.
+    """
+    family = family_of(ns.scheme)
+    owners = _owners()
+    for dest in sorted(given):
+        owner = owners.get(dest)
+        if owner is not None and owner is not family:
+            flag = "--" + dest.replace("_", "-")
+            owned = f"the {owner.title} schemes ({', '.join(owner.schemes)})"
+            raise ValueError(f"{flag} applies to {owned}, not to --scheme {ns.scheme}")
+    return family.build(ns, _base_config(ns), given)
+
+
+def describe(cfg: RunConfig, scheme: str) -> str:
+    """The one-line announcement of a run of ``scheme``."""
+    return str(family_of(scheme).describe(cfg))
+
+
+def parse(argv: Sequence[str] | None = None) -> tuple[RunConfig, argparse.Namespace]:
+    """Parse ``argv`` into a validated run config and the raw flags.
+
+    Exits with status 2 and a message naming the problem if a flag is bad or does not apply
+    to the scheme.
     """
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:
-        return config_from_namespace(ns).validate(), ns
+        cfg: RunConfig = config_from_namespace(ns, given_flags(argv))
+        cfg.validate()
+        return cfg, ns
     except (ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
         raise  # unreachable: parser.error exits
 
 
-def config_from_args(argv: Sequence[str] | None = None) -> ClusterConfig:
-    """Parse ``argv`` into a validated :class:`ClusterConfig` (exit 2 with a message if bad)."""
+def config_from_args(argv: Sequence[str] | None = None) -> RunConfig:
+    """Parse ``argv`` into a validated run config (exit 2 with a message if bad)."""
     return parse(argv)[0]

@@ -1,9 +1,10 @@
 """One-machine launcher: torch's elastic agent in this process, as ``torchrun --standalone``.
 
 :func:`launch` validates the configuration, checks what the ranks will need (CUDA devices,
-the dataset files) and only then starts S + N ranks through
-``torch.distributed.launcher.api.elastic_launch`` with a standalone c10d rendezvous on a free
-local port (the agent hosts the job's TCPStore). It returns rank 0's summary.
+the dataset files) and only then starts S + N ranks (a parameter-server run) or N ranks (an
+all-reduce-family run) through ``torch.distributed.launcher.api.elastic_launch`` with a
+standalone c10d rendezvous on a free local port (the agent hosts the job's TCPStore). It
+returns rank 0's summary.
 
 Faults and time limits:
 
@@ -27,6 +28,7 @@ import uuid
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.runtime.cli import RunConfig
 
 LAUNCHER_GRACE_S = 120.0
 
@@ -42,8 +44,22 @@ class ClusterRunError(RuntimeError):
         self.summary = summary
 
 
-def preflight(cfg: ClusterConfig) -> None:
-    """Check what the ranks need before starting them.
+def base_of(cfg: RunConfig) -> ClusterConfig:
+    """The shared :class:`ClusterConfig` of any family's run config (itself, or its ``base``).
+
+    Raises
+    ------
+    TypeError
+        If ``cfg`` has neither form.
+    """
+    base = cfg if isinstance(cfg, ClusterConfig) else getattr(cfg, "base", None)
+    if not isinstance(base, ClusterConfig):
+        raise TypeError(f"{type(cfg).__name__} is not a cluster run config")
+    return base
+
+
+def preflight(cfg: RunConfig) -> None:
+    """Check what the ranks need before starting them (any family's run config).
 
     Raises
     ------
@@ -53,6 +69,7 @@ def preflight(cfg: ClusterConfig) -> None:
         If the dataset's files are missing (CIFAR-10 is loaded once; this also fills the
         decoded-array cache the ranks then read).
     """
+    cfg = base_of(cfg)
     if any(d.startswith("cuda") for d in cfg.devices):
         import torch
 
@@ -70,13 +87,14 @@ def preflight(cfg: ClusterConfig) -> None:
                      max_train=cfg.max_train)  # fmt: skip
 
 
-def launch(cfg: ClusterConfig, start_method: str = "forkserver") -> dict[str, Any]:
+def launch(cfg: RunConfig, start_method: str = "forkserver") -> dict[str, Any]:
     """Validate, check, start every rank on this machine and return rank 0's summary.
 
     Parameters
     ----------
-    cfg : ClusterConfig
-        The run.
+    cfg : RunConfig
+        The run: a :class:`ClusterConfig` (parameter servers) or another family's config,
+        e.g. a :class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig`.
     start_method : str, default "forkserver"
         How the agent starts rank processes: "forkserver" (one server process imports torch,
         ranks fork from it: ~5x faster start on a small machine), "spawn" or "fork".
@@ -107,7 +125,7 @@ def launch(cfg: ClusterConfig, start_method: str = "forkserver") -> dict[str, An
     lc = LaunchConfig(
         min_nodes=1, max_nodes=1, nproc_per_node=cfg.world_size,
         run_id=f"fl_r2sp-{uuid.uuid4().hex[:12]}", rdzv_backend="c10d",
-        rdzv_endpoint="localhost:0", rdzv_configs={"join_timeout": cfg.timeout_s},
+        rdzv_endpoint="localhost:0", rdzv_configs={"join_timeout": base_of(cfg).timeout_s},
         max_restarts=0, monitor_interval=0.2, start_method=start_method,
     )  # fmt: skip
     backstop = threading.Timer(cfg.run_timeout_s + LAUNCHER_GRACE_S,
@@ -135,12 +153,16 @@ def launch(cfg: ClusterConfig, start_method: str = "forkserver") -> dict[str, An
     return summary
 
 
-def describe_failures(cfg: ClusterConfig, failures: dict[int, Any]) -> str:
-    """'worker 1 (rank 3) exited with code 17; ...' for every failed rank, first failure first."""
+def describe_failures(cfg: RunConfig, failures: dict[int, Any]) -> str:
+    """'worker 1 (rank 3) exited with code 17; ...' for every failed rank, first failure first.
+
+    The ranks below ``world_size - workers`` are parameter servers (none in a run without).
+    """
+    servers = cfg.world_size - base_of(cfg).workers
     parts = []
     for rank, failure in sorted(failures.items(), key=lambda kv: kv[1].timestamp):
-        role = (f"parameter server {rank}" if rank < cfg.servers
-                else f"worker {rank - cfg.servers}")  # fmt: skip
+        role = (f"parameter server {rank}" if rank < servers
+                else f"worker {rank - servers}")  # fmt: skip
         code = failure.exitcode
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         parts.append(f"{role} (rank {rank}) {how}")

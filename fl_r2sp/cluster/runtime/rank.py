@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fl_r2sp.cluster.runtime.cli import config_from_args
 
     cfg = config_from_args(argv)
-    summary = run_rank(cfg)
+    summary = run_rank(cfg.to_dict())  # a dict of any family: run_rank dispatches on it
     if summary is not None:
         print(json.dumps(summary, indent=2, default=str), flush=True)
         return 0 if summary.get("status") == "ok" else 1
