@@ -121,8 +121,9 @@ class ClusterConfig:
 
     @property
     def world_size(self) -> int:
-        """S + N ranks: parameter servers first, then workers."""
-        return self.servers + self.workers
+        """S + N ranks: parameter servers first, then workers (OSP-C: N, each PS in the
+        process of a worker)."""
+        return self.workers if self.scheme.scheme == "osp-c" else self.servers + self.workers
 
     def validate(self, check_model: bool = True) -> ClusterConfig:
         """Check every field; return ``self`` so calls chain.
@@ -141,6 +142,10 @@ class ClusterConfig:
         self.scheme.validate()
         self._check_numbers()
         self._check_per_worker()
+        if self.scheme.scheme.startswith("osp"):
+            from fl_r2sp.cluster.runtime.osp_rank import check_osp_config
+
+            check_osp_config(self)
         bad = [d for d in self.devices if not _DEVICE.match(d)]
         if not self.devices or bad:
             raise ValueError(f"devices must be cpu, cuda or cuda:<i>, got {list(self.devices)}")

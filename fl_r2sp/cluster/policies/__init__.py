@@ -11,7 +11,8 @@ from fl_r2sp.cluster.policies._trace import TracedPolicy
 from fl_r2sp.cluster.policies.asp import ASPPolicy
 from fl_r2sp.cluster.policies.base import CoordinatorPolicy, Permission, PushReport
 from fl_r2sp.cluster.policies.bsp import BSPPolicy
-from fl_r2sp.cluster.policies.params import SCHEMES, SchemeParams
+from fl_r2sp.cluster.policies.osp_coordinator import OSPCoordinatorPolicy
+from fl_r2sp.cluster.policies.params import OSP_SCHEMES, SCHEMES, SchemeParams
 from fl_r2sp.cluster.policies.r2sp import R2SPPolicy
 from fl_r2sp.cluster.policies.safa import SAFAPolicy
 from fl_r2sp.cluster.policies.ssp import SSPPolicy
@@ -22,6 +23,7 @@ __all__ = [
     "ASPPolicy",
     "BSPPolicy",
     "BatchTuner",
+    "OSPCoordinatorPolicy",
     "CoordinatorPolicy",
     "Permission",
     "PushReport",
@@ -54,6 +56,8 @@ def make_policy(params: SchemeParams, num_workers: int, batch_size: int) -> Trac
         On a bad knob, N < 1 or a batch size < 1.
     """
     params.validate()
+    if params.scheme in OSP_SCHEMES:
+        return OSPCoordinatorPolicy(num_workers, batch_size)
     if params.scheme == "bsp":
         return BSPPolicy(num_workers, batch_size)
     if params.scheme == "asp":

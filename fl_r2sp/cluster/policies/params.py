@@ -21,7 +21,10 @@ import math
 from dataclasses import dataclass
 
 #: Scheme names accepted by :func:`fl_r2sp.cluster.policies.make_policy`.
-SCHEMES: tuple[str, ...] = ("bsp", "asp", "ssp", "r2sp", "safa")
+SCHEMES: tuple[str, ...] = ("bsp", "asp", "ssp", "r2sp", "safa", "osp", "osp-s", "osp-c")
+#: OSP variants (:mod:`fl_r2sp.cluster.runtime.osp_rank`): "osp" = "osp-s" (standalone PS),
+#: "osp-c" (each PS co-located in the process of worker s).
+OSP_SCHEMES: tuple[str, ...] = ("osp", "osp-s", "osp-c")
 #: Batch-size tuning rules (R²SP only).
 TUNING_RULES: tuple[str, ...] = ("none", "idle", "proportional")
 #: Which EMA feeds R²SP's period T: active time (compute + comm) or the full grant-to-grant cycle.
@@ -58,6 +61,23 @@ class SchemeParams:
     safa_deadline_s : float, default inf
         SAFA: a round also closes this long after it opened if at least one fresh push arrived
         (seconds on the caller's clock, > 0; inf = quorum only).
+    osp_selection, osp_lgp, osp_budget : str, bool, str, default "importance", True, "scheduled"
+        OSP layer choice ("importance", "random", "topk"), LGP on/off, S(G^u) rule
+        ("scheduled" = Algorithm 1 per epoch, "fixed" = ``osp_fixed_mb``); see
+        :class:`fl_r2sp.cluster.policies.osp.OSPParams`.
+    osp_fixed_mb : float, default 0.0
+        Fixed S(G^u) in MB (10^6 bytes), capped at ``osp_cap`` of the model.
+    osp_cap : float, default 0.8
+        U_max cap as a fraction of the model size (the paper's 80%).
+    osp_loss_form : str, default "printed"
+        Eq. 5 as printed, ``b(1+lr)·T_C/N``, or "divided", ``b·T_C/(N(1+lr))``.
+    osp_bandwidth_mb_s : float, default 0.0
+        b of Eq. 5 in MB/s (0 = the PS bandwidth cap; with neither, U_max is the cap).
+    osp_loss_rate : float, default 0.0
+        lr of Eq. 5 (packet loss rate), in [0, 1).
+    osp_epoch_iterations : int, default 0
+        Iterations per epoch of Algorithm 1's schedule (0 = one pass of the N workers over the
+        training set).
     """
 
     scheme: str
@@ -70,6 +90,15 @@ class SchemeParams:
     safa_staleness_bound: int = 5
     safa_quorum: float = 0.5
     safa_deadline_s: float = math.inf
+    osp_selection: str = "importance"
+    osp_lgp: bool = True
+    osp_budget: str = "scheduled"
+    osp_fixed_mb: float = 0.0
+    osp_cap: float = 0.8
+    osp_loss_form: str = "printed"
+    osp_bandwidth_mb_s: float = 0.0
+    osp_loss_rate: float = 0.0
+    osp_epoch_iterations: int = 0
 
     def validate(self) -> SchemeParams:
         """Check every knob; return ``self`` so calls chain.
@@ -101,7 +130,23 @@ class SchemeParams:
             raise ValueError(f"safa_quorum must lie in (0, 1], got {self.safa_quorum!r}")
         if not (isinstance(self.safa_deadline_s, int | float) and self.safa_deadline_s > 0):
             raise ValueError(f"safa_deadline_s must be > 0 seconds, got {self.safa_deadline_s!r}")
+        self._check_osp()
         return self
+
+    def _check_osp(self) -> None:
+        from fl_r2sp.cluster.policies.osp import OSPParams
+
+        OSPParams(selection=self.osp_selection, lgp=self.osp_lgp, budget=self.osp_budget,
+                  fixed_budget_bytes=self.osp_fixed_mb * 1e6, cap_fraction=self.osp_cap,
+                  loss_form=self.osp_loss_form).validate()  # fmt: skip
+        if not isinstance(self.osp_lgp, bool):
+            raise ValueError(f"osp_lgp must be a bool, got {self.osp_lgp!r}")
+        if not (isinstance(self.osp_bandwidth_mb_s, int | float) and self.osp_bandwidth_mb_s >= 0
+                and math.isfinite(self.osp_bandwidth_mb_s)):  # fmt: skip
+            raise ValueError(f"osp_bandwidth_mb_s must be >= 0, got {self.osp_bandwidth_mb_s!r}")
+        if not (isinstance(self.osp_loss_rate, int | float) and 0 <= self.osp_loss_rate < 1):
+            raise ValueError(f"osp_loss_rate must lie in [0, 1), got {self.osp_loss_rate!r}")
+        _check_int("osp_epoch_iterations", self.osp_epoch_iterations, 0)
 
 
 def _check_int(name: str, value: object, low: int) -> None:

@@ -18,6 +18,7 @@ import json
 import math
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,16 @@ def run_name(cfg: Any) -> str:
 
 
 def run_leader(
-    ctx: RankContext, policy: CoordinatorPolicy, init_flat: torch.Tensor
-) -> dict[str, Any]:
-    """Serve shard 0, coordinate, gather and write the run directory; return the summary."""
+    ctx: RankContext, policy: CoordinatorPolicy, init_flat: torch.Tensor,
+    make_server: Callable[[RankContext, torch.Tensor, Any], Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Serve shard 0, coordinate, gather and write the run directory; return the summary.
+
+    ``make_server(ctx, init_flat, on_lost)`` builds another shard server than
+    :class:`ParameterServer` (OSP's, :mod:`.osp_rank`); it needs ``state`` (with ``snapshot``,
+    ``wait_push``, ``lose``, ``abort``), ``start``, ``join``, ``report`` and may add
+    ``summary_extra()`` entries to the summary.
+    """
     cfg = ctx.cfg
     run_dir = Path(ctx.run_dir)
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
@@ -67,8 +75,9 @@ def run_leader(
         if coord is not None:
             coord.notify_lost(w, reason)
 
-    ps = ParameterServer(ctx, init_flat, policy.apply_mode, on_lost=lost,
-                         admission=policy.admission)  # fmt: skip
+    ps = (make_server(ctx, init_flat, lost) if make_server is not None else
+          ParameterServer(ctx, init_flat, policy.apply_mode, on_lost=lost,
+                          admission=policy.admission))  # fmt: skip
     coord = Coordinator(ctx, policy, ps.state, writer)
     ps.start()
     result = coord.run()
@@ -81,6 +90,7 @@ def run_leader(
             writer.ps_row(int(rep["shard"]), int(w), int(k), float(t))
     summary = _summary(ctx, result, writer.workers, reports, evaluation, errors)
     summary["lost_servers"] = lost_servers
+    summary.update(getattr(ps, "summary_extra", dict)())
     writer.close(summary)
     if flat is not None:
         torch.save({"flat": flat, "bounds": ctx.bounds, "model": cfg.model},

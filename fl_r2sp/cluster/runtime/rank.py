@@ -135,6 +135,15 @@ def _play(cfg: ClusterConfig, rank: int, world_size: int, local_rank: int) -> di
     policy = make_policy(cfg.scheme, cfg.workers, cfg.batch_size)
     gone: set[int] = set()
     try:
+        from fl_r2sp.cluster.runtime.osp_rank import is_osp, play_osp, worker_rank_of
+
+        if is_osp(cfg):  # OSP-S / OSP-C: their own shard server and worker loop
+            summary = play_osp(ctx, policy, flat, model)
+            if summary is not None:
+                rank_of = worker_rank_of(cfg)
+                gone = {rank_of(int(w)) for w in summary["lost_workers"]}
+                gone |= set(summary["lost_servers"])
+            return summary
         if rank == 0:
             from fl_r2sp.cluster.runtime.leader import run_leader
 

@@ -1,0 +1,33 @@
+"""The coordinator side of OSP on the parameter-server runtime: grant at once, end on a loss.
+
+OSP's synchronisation lives in the data plane (:mod:`fl_r2sp.cluster.runtime.osp_server`): the
+routine synchronisation (RS) of iteration k is a barrier at every shard, and a worker starts
+k + 1 as soon as its RS reply and LGP are done. So the coordinator adds no wait of its own:
+every Request-to-Proceed is granted at once (ASP's rule), and the coordinator keeps its other
+jobs (telemetry rows, the iteration cap, the convergence stop). ``apply_mode`` is
+``"barrier"`` because the RS barrier is BSP's: a lost worker ends the run with an error naming
+it (:mod:`fl_r2sp.cluster.runtime.coordinator`), and the shards release every waiting transfer
+with an abort, so nothing waits for the dead worker.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from fl_r2sp.cluster.policies.asp import ASPPolicy
+from fl_r2sp.cluster.policies.base import ApplyMode
+
+
+class OSPCoordinatorPolicy(ASPPolicy):
+    """Permission for ``k + 1`` at the push of ``k``; a barrier scheme for fault handling.
+
+    Parameters
+    ----------
+    num_workers : int
+        N >= 1.
+    batch_size : int
+        Batch size of every worker (>= 1).
+    """
+
+    name: ClassVar[str] = "osp"
+    apply_mode: ClassVar[ApplyMode] = "barrier"

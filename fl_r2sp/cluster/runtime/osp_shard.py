@@ -1,0 +1,222 @@
+"""One parameter server's shard under OSP: two barriers per iteration and the importance input.
+
+For every iteration j a shard holds two barriers, one per stage: **RS** (routine
+synchronisation, the important layers) and **ICS** (in-computation synchronisation, the
+unimportant ones). Each live worker submits its local gradient of the stage's elements (the
+elements of the GIB's layers that lie in this shard, :mod:`.osp_layout`); once every live
+worker's part is in, the shard averages them in worker order (so the result does not depend on
+arrival order), applies ``P -= lr · mean`` to its parameters and keeps the mean for the
+workers' replies (:meth:`OSPShard.await_mean`): a worker applies the same ``-lr · mean`` to its
+own copy, so with all layers in RS every worker's copy equals the shard bit for bit (BSP).
+
+When both stages of iteration j are applied, the shard hands the partial per-layer sums of
+``|ḡ_j · P|`` (PGP importance, Eq. 4, on the aggregated gradient and the parameters after
+iteration j) and of ``|ḡ_j|`` (the top-k ablation) over its elements, plus the workers' losses
+and compute times of iteration j, to ``on_complete``; PS 0 combines every shard's sums into
+the GIB of iteration j + 1 (:mod:`.osp_server`).
+
+Thread-safe (one condition). Also offers the three calls the coordinator makes on PS 0's shard
+(``wait_push``, ``lose``, ``abort``) so the runtime's coordinator runs OSP unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+from fl_r2sp.cluster.runtime.osp_layout import LayerLayout, Range, add_ranges, count
+from fl_r2sp.cluster.runtime.shard import RunAborted
+
+RS, ICS = "rs", "ics"
+STAGES = (RS, ICS)
+#: ``on_complete(iteration, importance, grad_abs, losses, compute_s)`` per layer / per worker.
+CompleteFn = Callable[[int, list[float], list[float], list[float], list[float]], None]
+
+
+class OSPShard:
+    """Shard ``shard`` of the parameters and its RS/ICS barriers (see the module docstring).
+
+    Parameters
+    ----------
+    params : torch.Tensor
+        The shard's initial values (1-D float32; copied).
+    shard : int
+        Shard index.
+    layout : LayerLayout
+        Layers and shard bounds.
+    lr : float
+        Learning rate (plain SGD at the PS: OSP's LGP needs the applied update to be
+        ``-lr · gradient``).
+    workers : int
+        Number of workers (all live at the start).
+    on_complete : callable or None, default None
+        Called (outside the lock) when both stages of an iteration are applied.
+    """
+
+    def __init__(
+        self,
+        params: torch.Tensor,
+        shard: int,
+        layout: LayerLayout,
+        lr: float,
+        workers: int,
+        on_complete: CompleteFn | None = None,
+    ) -> None:
+        self.params = params.detach().to(torch.float32).clone().reshape(-1)
+        self.shard, self.layout, self.lr = shard, layout, float(lr)
+        self.offset = layout.bounds[shard][0]
+        if self.params.numel() != layout.bounds[shard][1] - self.offset:
+            raise ValueError(
+                f"shard {shard}: {self.params.numel()} values for bounds {layout.bounds[shard]}"
+            )
+        self.live: set[int] = set(range(workers))
+        self.on_complete = on_complete
+        self.pushes: list[int] = [0] * workers  # RS submissions per worker
+        self.applied = 0  # worker updates applied (RS barriers x members)
+        self.version = 0  # iterations with both stages applied
+        self.max_staleness = 0
+        self.dropped: list[tuple[int, int]] = []
+        self.aborted: str | None = None
+        self._parts: dict[tuple[str, int], dict[int, torch.Tensor]] = {}
+        self._ranges: dict[tuple[str, int], list[Range]] = {}
+        self._means: dict[tuple[str, int], torch.Tensor] = {}
+        self._grad: dict[int, torch.Tensor] = {}
+        self._done: dict[int, set[str]] = {}
+        self._meta: dict[int, dict[int, tuple[float, float]]] = {}
+        self._cond = threading.Condition()
+
+    def submit(
+        self,
+        stage: str,
+        worker: int,
+        iteration: int,
+        ranges: Sequence[Range],
+        payload: torch.Tensor,
+        loss: float = math.nan,
+        compute_s: float = math.nan,
+    ) -> None:
+        """Take ``worker``'s local gradient of ``stage`` in ``iteration`` (``ranges``' elements).
+
+        Raises
+        ------
+        ValueError
+            On an unknown stage, a size that does not match ``ranges``, ranges that differ from
+            another worker's for the same stage, or a duplicate submission.
+        """
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}")
+        if payload.numel() != count(ranges):
+            raise ValueError(f"{stage} part of {payload.numel()} values for {count(ranges)}")
+        key = (stage, iteration)
+        with self._cond:
+            if self._ranges.setdefault(key, list(ranges)) != list(ranges):
+                raise ValueError(f"worker {worker} split iteration {iteration} differently")
+            got = self._parts.setdefault(key, {})
+            if worker in got or key in self._means:
+                raise ValueError(f"duplicate {stage} part of worker {worker}, iter {iteration}")
+            got[worker] = payload.detach().clone()
+            if stage == RS:
+                self.pushes[worker] += 1
+                self._meta.setdefault(iteration, {})[worker] = (float(loss), float(compute_s))
+            done = self._release(key)
+            self._cond.notify_all()
+        self._fire(done)
+
+    def _release(self, key: tuple[str, int]) -> list[tuple]:
+        """Apply the stage's mean if every live worker's part is in; return completions."""
+        got = self._parts.get(key)
+        if key in self._means or not got or not self.live or not self.live <= set(got):
+            return []
+        stage, j = key
+        members = sorted(self.live)
+        ranges = self._ranges[key]
+        total = torch.zeros(count(ranges))
+        for w in members:  # worker order: the sum does not depend on arrival order
+            total.add_(got[w])
+        mean = total / len(members)
+        add_ranges(self.params, ranges, mean, -self.lr, self.offset)
+        add_ranges(
+            self._grad.setdefault(j, torch.zeros_like(self.params)), ranges, mean, 1.0, self.offset
+        )
+        self._means[key] = mean
+        self._means.pop((stage, j - 2), None)  # every worker has collected it (see await_mean)
+        del self._parts[key]
+        if stage == RS:
+            self.applied += len(members)
+        self._done.setdefault(j, set()).add(stage)
+        if self._done[j] != set(STAGES):
+            return []
+        del self._done[j]
+        grad = self._grad.pop(j)
+        meta = self._meta.pop(j, {})
+        self.version = max(self.version, j + 1)
+        imp = self.layout.shard_sums(self.shard, (grad * self.params).abs())
+        gabs = self.layout.shard_sums(self.shard, grad.abs())
+        losses = [meta[w][0] for w in sorted(meta)]
+        computes = [meta[w][1] for w in sorted(meta)]
+        return [(j, imp, gabs, losses, computes)]
+
+    def _fire(self, done: list[tuple]) -> None:
+        if self.on_complete is not None:
+            for item in done:
+                self.on_complete(*item)
+
+    def await_mean(self, stage: str, iteration: int, timeout_s: float) -> torch.Tensor:
+        """The mean of ``stage`` in ``iteration`` once every live worker's part is in.
+
+        A worker submits its part of iteration j + 1 only after its reply for j, so a mean is
+        dropped two iterations later without any reader missing it.
+
+        Raises
+        ------
+        RunAborted
+            If the run is aborted while waiting.
+        TimeoutError
+            If the barrier does not complete within ``timeout_s``.
+        """
+        key = (stage, iteration)
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while key not in self._means and self.aborted is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"shard {self.shard}: {stage} barrier of iteration "
+                        f"{iteration} incomplete after {timeout_s:.0f}s"
+                    )
+                self._cond.wait(left)
+            if key not in self._means:
+                raise RunAborted(str(self.aborted))
+            return self._means[key]
+
+    def lose(self, worker: int) -> None:
+        """Drop ``worker``: no barrier waits for it any more."""
+        with self._cond:
+            self.live.discard(worker)
+            done = [
+                d
+                for key in sorted(self._parts, key=lambda k: (k[1], k[0]))
+                for d in self._release(key)
+            ]
+            self._cond.notify_all()
+        self._fire(done)
+
+    def abort(self, reason: str) -> None:
+        """Release every waiting :meth:`await_mean` with :class:`RunAborted`."""
+        with self._cond:
+            if self.aborted is None:
+                self.aborted = reason
+            self._cond.notify_all()
+
+    def snapshot(self) -> torch.Tensor:
+        """A copy of the current parameters."""
+        with self._cond:
+            return self.params.clone()
+
+    def wait_push(self, worker: int, iteration: int, timeout_s: float) -> int | None:
+        """The coordinator's staleness query: 0 (RS is a barrier; the worker has pushed)."""
+        return 0
