@@ -4,7 +4,9 @@ Every rank is a worker (:mod:`.reduce_worker`); rank 0 also runs the controller 
 (:mod:`.reduce_controller`) and writes the run directory: ``config.json``, ``workers.csv``
 (one row per worker round: ``compute_s``, ``blocking_s`` = wait in the ready queue,
 ``push_s`` = the reduce, ``build_s``, ``group``, ``group_size``, ``loss``; the phases run
-compute, wait, reduce), ``permissions.csv`` (the controller's decision trace), ``run.json``,
+compute, wait, reduce), ``permissions.csv`` (the controller's decision trace: launches, and
+selective reduce's waits and holds), ``controller_inputs.json`` (every call the controller
+got, for :func:`~fl_r2sp.cluster.policies.reduce.recorder.replay_inputs`), ``run.json``,
 ``summary.json``, ``final_params.pt`` (worker 0's parameters) and ``COMPLETE``.
 """
 
@@ -17,7 +19,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -25,7 +27,8 @@ from torch import nn
 
 from fl_r2sp.cluster.config import num_classes_of
 from fl_r2sp.cluster.models import build_model
-from fl_r2sp.cluster.policies.reduce import make_reduce_controller
+from fl_r2sp.cluster.policies.reduce import ReduceController, make_reduce_controller
+from fl_r2sp.cluster.policies.reduce.recorder import RecordingController
 from fl_r2sp.cluster.runtime import protocol as P
 from fl_r2sp.cluster.runtime.context import new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
@@ -116,7 +119,9 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
     writer = ClusterRunWriter(run_dir, config=cfg.to_dict())
     ctl = make_reduce_controller(cfg.reduce, cfg.bandwidth_prior(), 4.0 * num_params, cfg.alpha_s)
-    coord = ReduceCoordinator(cfg, ctl, epoch, 4.0 * num_params, writer)
+    rec = RecordingController(ctl)
+    # The recorder forwards every attribute to ctl: it stands in for the controller.
+    coord = ReduceCoordinator(cfg, cast(ReduceController, rec), epoch, 4.0 * num_params, writer)
     box: dict[str, Any] = {}
 
     def control() -> None:
@@ -134,6 +139,7 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
     if thread.is_alive():
         error = error or "the controller did not finish"
     writer.trace_rows(ctl.trace)
+    (run_dir / "controller_inputs.json").write_text(json.dumps(rec.inputs) + "\n")
     elapsed = max(float(stats.get("ended_at", 0.0)) - float(stats.get("started_at", 0.0)), 1e-9)
     summary = {
         "status": "failed" if error else "ok", "error": error, "scheme": cfg.reduce.scheme,

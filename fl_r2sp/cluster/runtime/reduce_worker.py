@@ -146,7 +146,10 @@ class ReduceWorker:
     def _compute(self, k: int) -> float:
         """One local SGD step on this worker's next batch; returns the batch loss."""
         if self.base.scripted_compute:
-            time.sleep(self.base.scripted_compute[self.w][k])
+            # Tickets are global: a fast worker may play more rounds than max_iterations (the
+            # script's length); its last time repeats, as in the simulator.
+            times = self.base.scripted_compute[self.w]
+            time.sleep(times[min(k, len(times) - 1)])
             return math.nan
         nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
         x, y = self.stream.take(self.base.batch_size)

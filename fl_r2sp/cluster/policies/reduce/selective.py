@@ -8,7 +8,8 @@ evaluation while at least p workers wait) runs:
 2. Else, with at least p queued: BAG over the queue (:mod:`.bag`), then BPAWR for each group in
    order of falling bandwidth (:mod:`.bpawr`), removing the candidates each one claims from the
    training set. LAUNCH launches the group (k += 1); WAIT moves its slow members g_Δ into the
-   next group and launches nothing; HOLD (fewer than p) leaves it queued.
+   next group and launches nothing; HOLD (fewer than p) leaves it queued. Every decision is
+   in :attr:`trace` (events ``launch``, ``wait``, ``hold``).
 
 **Consistent reading** (default): BAG with ``len(g) < p`` and a reset threshold; the three-way
 decision; k also counts full syncs (so with c given, the first sync and every c-th after it are
@@ -33,7 +34,7 @@ import numpy as np
 
 from fl_r2sp.cluster.policies.reduce.bag import bag
 from fl_r2sp.cluster.policies.reduce.base import TRAINING, Launch, ReduceController
-from fl_r2sp.cluster.policies.reduce.bpawr import LAUNCH, WAIT, BpawrConfig, bpawr
+from fl_r2sp.cluster.policies.reduce.bpawr import HOLD, LAUNCH, WAIT, BpawrConfig, bpawr
 from fl_r2sp.cluster.policies.reduce.params import ReduceParams
 from fl_r2sp.cluster.policies.reduce.progress import EmpiricalProgress, ProgressModel
 from fl_r2sp.cluster.policies.reduce.waits import WaitLedger
@@ -173,6 +174,8 @@ class SelectiveReduceController(ReduceController):
                 self.k += 1
             elif res.decision == WAIT:
                 self._wait(group, res.replace, res.saved_s, res.expected, now)
+            elif res.decision == HOLD:  # traced so the runtime's holds can be checked too
+                self.note("hold", now, members=list(group))
         return out
 
     def _wait(
