@@ -25,6 +25,7 @@ from fl_r2sp.strategies.aggregation import AggregationKind
 from fl_r2sp.strategies.params import (
     BSP_SAMPLING,
     MAX_FAILURES,
+    MAX_REJECTIONS,
     AspMixingKind,
     AsyncParams,
     BspSamplingKind,
@@ -139,6 +140,12 @@ class RunConfig:
     )
     max_failures: int = _f(
         MAX_FAILURES, "Consecutive failed jobs re-sent; one more drops the client."
+    )
+    max_rejections: int = _f(
+        MAX_REJECTIONS,
+        "FL-R²SP/BSP: consecutive updates rejected by admission that a client may send; one "
+        "more drops it (a rejected update still answers its round; other schemes count it "
+        "as a failed job).",
     )
     # --- data and model -------------------------------------------------------
     dataset: Dataset = _f("digits", "digits (embedded), cifar10, kws or kws-audio.")

@@ -24,14 +24,15 @@ from fl_r2sp.strategies.staleness import StalenessFn
 
 def test_runconfig_takes_every_scheme_default_from_the_records() -> None:
     defaults = scheme_defaults()
-    # 7 group + 3 robust + 7 outlier + 7 async + bsp-sampling + max-failures
-    assert len(defaults) == 26
+    # 7 group + 3 robust + 7 outlier + 7 async + bsp-sampling + max-failures + max-rejections
+    assert len(defaults) == 27
     keys = RunConfig.keys()
     assert {k: keys[k] for k in defaults} == defaults
     # Spot checks against the paper's / FedBuff's values, written out by hand.
     assert defaults["fraction"] == 0.75 and defaults["cosine-threshold"] == 0.5
     assert defaults["staleness"] == "polynomial" and defaults["staleness-a"] == 0.5
     assert defaults["max-failures"] == 3 and defaults["buffer-size"] == 10
+    assert defaults["max-rejections"] == 3
 
 
 def test_scheme_params_are_read_from_the_config() -> None:
@@ -56,6 +57,7 @@ def test_scheme_params_are_read_from_the_config() -> None:
         asynchronous=AsyncParams(),
         bsp_sampling="first-c",
         max_failures=3,
+        max_rejections=3,
         seed=0,
     )
 

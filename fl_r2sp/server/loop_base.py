@@ -236,14 +236,28 @@ class LoopBase:
         self._verdicts[(cid, index)] = verdict
         return verdict.message
 
-    def settle_failure(self, cid: int, index: int, message: str, reason: str = "offline") -> None:
-        """File a job that ends without an admitted update in the ledger, once.
+    def settle_failure(
+        self, cid: int, index: int, message: str, reason: str = "offline"
+    ) -> Verdict:
+        """File a job that ends without an admitted update in the ledger, once; its verdict.
 
         ``reason`` is the ledger reason when no admission verdict was noted for
         the job (the loop failed it itself: the client went offline).
         """
         verdict = self._verdicts.pop((cid, index), None) or Verdict(reason, message)
         self.admission.ledger.count(verdict)
+        return verdict
+
+    def fail_job(self, now: float, job: Job, message: str) -> None:
+        """File ``job`` as brought no admitted update and tell the policy.
+
+        An update that arrived and failed admission is an answer
+        (``policy.on_rejected``: FL-R²SP counts it toward the group's threshold,
+        ``docs/architecture.md`` §6); anything else is a failed job (``on_failure``).
+        """
+        verdict = self.settle_failure(job.cid, job.index, message)
+        handler = self.policy.on_rejected if verdict.rejected else self.policy.on_failure
+        self.execute(now, handler(now, job.cid, job.tag, message))
 
     # -- evaluation and stopping ----------------------------------------------
     def model_updated(self, now: float, d: ModelUpdated) -> None:

@@ -187,8 +187,7 @@ class VirtualJobPhases(LoopBase):
                 del self.flows[fid]
         del self.active[cid]
         self.events.job(cid, st.job.index)["failed"] = reason
-        self.settle_failure(cid, st.job.index, reason)  # no verdict noted: it went offline
-        self.execute(t, self.policy.on_failure(t, cid, st.job.tag, reason))
+        self.fail_job(t, st.job, reason)  # no verdict noted: it went offline
         self._unpark(t, cid)
 
     # -- availability ------------------------------------------------------------------

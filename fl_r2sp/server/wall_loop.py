@@ -151,8 +151,7 @@ class WallLoop(LoopBase):
             failure = self.admit_update(entry[0], reply)  # the norm bound, in arrival order
         if failure is not None:
             row["failed"] = failure
-            self.settle_failure(reply.cid, reply.index, failure)
-            self.execute(now, self.policy.on_failure(now, reply.cid, reply.tag, failure))
+            self.fail_job(now, entry[0], failure)
         else:
             assert reply.weights is not None
             upd = Update(

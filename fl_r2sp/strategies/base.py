@@ -14,9 +14,13 @@ Events a policy reacts to
     A client's update (already validated: right size, finite) has fully
     arrived at the server.
 ``on_failure(now, cid, tag, reason)``
-    A client's job failed (error reply, lost node, rejected update). The
-    policy must free the client: re-send it a model or drop it, and make sure
-    no group or round waits for it.
+    A client's job failed (error reply, lost node). The policy must free the
+    client: re-send it a model or drop it, and make sure no group or round
+    waits for it.
+``on_rejected(now, cid, tag, reason)``
+    A client's update arrived but failed admission (``reason`` says why).
+    Default: handled as ``on_failure``; FL-R²SP and BSP count it as an answer
+    that is excluded from the aggregate (``docs/architecture.md`` §6).
 ``on_timer(now, key)``
     A timer the policy asked for (``Timer``) fired.
 ``on_rejoin(now, cid)``
@@ -129,6 +133,10 @@ class Policy(ABC):
     @abstractmethod
     def on_failure(self, now: float, cid: int, tag: int, reason: str) -> list[Decision]:
         """React to a failed or rejected job of client ``cid``."""
+
+    def on_rejected(self, now: float, cid: int, tag: int, reason: str) -> list[Decision]:
+        """React to an update of ``cid`` rejected by admission (default: as a failure)."""
+        return self.on_failure(now, cid, tag, reason)
 
     def on_timer(self, now: float, key: Hashable) -> list[Decision]:
         """React to a timer set with :class:`Timer` (default: ignore)."""

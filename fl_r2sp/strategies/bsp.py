@@ -24,6 +24,7 @@ from fl_r2sp.strategies.groups import GroupState, fraction_need
 from fl_r2sp.strategies.params import (
     BSP_SAMPLING,
     MAX_FAILURES,
+    MAX_REJECTIONS,
     BspSamplingKind,
     GroupParams,
     OutlierParams,
@@ -51,8 +52,8 @@ class BSPPolicy(FLR2SPPolicy):
         See the module docstring.
     seed : int
         Seed of the per-round client sample (``sample`` mode only); the run's seed.
-    known_outliers, max_failures
-        As in :class:`FLR2SPPolicy` (defaults empty, MAX_FAILURES = 3).
+    known_outliers, max_failures, max_rejections
+        As in :class:`FLR2SPPolicy` (defaults empty, MAX_FAILURES = 3, MAX_REJECTIONS = 3).
     """
 
     name = "bsp"
@@ -67,6 +68,7 @@ class BSPPolicy(FLR2SPPolicy):
         seed: int,
         known_outliers: frozenset[int] = frozenset(),
         max_failures: int = MAX_FAILURES,
+        max_rejections: int = MAX_REJECTIONS,
     ) -> None:
         check_bsp_sampling(sampling)
         group = group if group is not None else GroupParams()
@@ -77,7 +79,7 @@ class BSPPolicy(FLR2SPPolicy):
             aggregation=group.aggregation,
             robust=group.robust,
         )
-        super().__init__(clients, one_group, outliers, known_outliers, max_failures)
+        super().__init__(clients, one_group, outliers, known_outliers, max_failures, max_rejections)
         self.sampling: BspSamplingKind = sampling
         self.seed = int(seed)
         self._sampled: tuple[int, ...] = ()
@@ -96,6 +98,7 @@ class BSPPolicy(FLR2SPPolicy):
             seed=scheme.seed,
             known_outliers=known_outliers,
             max_failures=scheme.max_failures,
+            max_rejections=scheme.max_rejections,
         )
 
     def sampled(self) -> tuple[int, ...]:

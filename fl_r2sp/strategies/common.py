@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fl_r2sp.strategies.base import Record
-from fl_r2sp.strategies.params import check_max_failures
+from fl_r2sp.strategies.params import check_max_failures, check_max_rejections
 
 
 def client_list(clients: int | Sequence[int]) -> tuple[int, ...]:
@@ -56,25 +56,36 @@ def as_model(weights: np.ndarray) -> np.ndarray:
 
 
 class FailureCounter:
-    """Counts consecutive failed jobs per client.
+    """Counts consecutive failed jobs and consecutive rejected updates per client.
 
     Parameters
     ----------
     max_failures : int
         A client is re-sent a model after each of its first ``max_failures``
         (>= 1) consecutive failures and dropped at the next one.
+    max_rejections : int or None, default None
+        A client whose last ``max_rejections + 1`` updates in a row were
+        rejected by admission is dropped (>= 0; key ``max-rejections``).
+        None: rejections are not counted here (the policy counts them as
+        failures).
     """
 
-    def __init__(self, max_failures: int) -> None:
+    def __init__(self, max_failures: int, max_rejections: int | None = None) -> None:
         check_max_failures(max_failures)
+        if max_rejections is not None:
+            check_max_rejections(max_rejections)
         self.max_failures = int(max_failures)
+        self.max_rejections = max_rejections
         self._count: dict[int, int] = {}
+        self._rejected: dict[int, int] = {}
         self.total = 0
+        self.rejected_total = 0
         self.dropped: set[int] = set()
 
     def success(self, cid: int) -> None:
-        """A job of ``cid`` succeeded: its consecutive-failure count restarts."""
+        """A job of ``cid`` brought an accepted update: both streaks restart."""
         self._count.pop(cid, None)
+        self._rejected.pop(cid, None)
 
     def failure(self, cid: int) -> bool:
         """Count a failure of ``cid``; True iff it must be dropped now."""
@@ -85,9 +96,25 @@ class FailureCounter:
             return True
         return False
 
-    def revive(self, cid: int) -> bool:
-        """Take a dropped ``cid`` back with a clean count; True iff it was dropped."""
+    def rejection(self, cid: int) -> bool:
+        """Count a rejected update of ``cid``; True iff it must be dropped now.
+
+        The client answered, so its failure streak restarts.
+        """
+        if self.max_rejections is None:
+            raise ValueError("this counter was built without max_rejections")
+        self.rejected_total += 1
         self._count.pop(cid, None)
+        self._rejected[cid] = self._rejected.get(cid, 0) + 1
+        if self._rejected[cid] > self.max_rejections:
+            self.dropped.add(cid)
+            return True
+        return False
+
+    def revive(self, cid: int) -> bool:
+        """Take a dropped ``cid`` back with clean counts; True iff it was dropped."""
+        self._count.pop(cid, None)
+        self._rejected.pop(cid, None)
         if cid not in self.dropped:
             return False
         self.dropped.discard(cid)
@@ -96,6 +123,10 @@ class FailureCounter:
     def consecutive(self, cid: int) -> int:
         """Current number of consecutive failures of ``cid``."""
         return self._count.get(cid, 0)
+
+    def consecutive_rejections(self, cid: int) -> int:
+        """Current number of consecutive rejected updates of ``cid``."""
+        return self._rejected.get(cid, 0)
 
 
 def rejoined(now: float, cid: int, group: int | None, revived: bool) -> Record:

@@ -9,7 +9,10 @@ field of :class:`~fl_r2sp.strategies.params.GroupParams` or
   the initial model (tag = group round 0);
 * a group round collects the first ``ceil(C * active)`` updates tagged with the
   group's current round (active = not blacklisted, not dropped, so
-  blacklisting never deadlocks a group);
+  blacklisting never deadlocks a group); an update rejected by admission
+  answers the round (it counts toward the threshold) but is excluded from the
+  mean; a group whose every answer was rejected passes its turn with the model
+  unchanged; ``max_rejections + 1`` rejections in a row drop the client;
 * the round time is ``t_collect - t_release`` (no turn waiting) and feeds the
   EMA ``T`` when the group applies (Algorithm 2, line 17);
 * a collected group applies in fixed order G0, G1, ... (``strict_order``; else
@@ -26,9 +29,9 @@ field of :class:`~fl_r2sp.strategies.params.GroupParams` or
   (:mod:`fl_r2sp.strategies.scoring`) after the application; a client is
   excluded from the round *after* its ``rounds``-th consecutive low score.
 
-Records emitted: :mod:`fl_r2sp.strategies.flr2sp_records` lists every row kind and its
-fields; the outlier scoring (``client_score``, ``blacklist``) lives in
-:mod:`fl_r2sp.strategies.group_scoring`.
+Failure, rejection and rejoin handlers: :mod:`fl_r2sp.strategies.flr2sp_liveness`.
+Records: :mod:`fl_r2sp.strategies.flr2sp_records` lists every row kind and its fields;
+the outlier scoring (``client_score``, ``blacklist``) is :mod:`fl_r2sp.strategies.group_scoring`.
 """
 
 from __future__ import annotations
@@ -56,23 +59,29 @@ from fl_r2sp.strategies.common import (
     check_start_clients,
     client_list,
     ignored,
-    rejoined,
 )
+from fl_r2sp.strategies.flr2sp_liveness import GroupLiveness
 from fl_r2sp.strategies.flr2sp_records import (
     apply_record,
     arrival_record,
     collect_record,
     empty_record,
-    failure_record,
+    pass_record,
 )
 from fl_r2sp.strategies.group_scoring import GroupScorer
 from fl_r2sp.strategies.groups import GroupState, RoundTimeEMA, fraction_need
 from fl_r2sp.strategies.outliers import OutlierFilter
-from fl_r2sp.strategies.params import MAX_FAILURES, GroupParams, OutlierParams, SchemeParams
+from fl_r2sp.strategies.params import (
+    MAX_FAILURES,
+    MAX_REJECTIONS,
+    GroupParams,
+    OutlierParams,
+    SchemeParams,
+)
 from fl_r2sp.strategies.scoring import CosineReferenceKind
 
 
-class FLR2SPPolicy(Policy):
+class FLR2SPPolicy(GroupLiveness, Policy):
     """FL-R²SP decision logic (see the module docstring for the semantics).
 
     Parameters
@@ -89,6 +98,8 @@ class FLR2SPPolicy(Policy):
         Ground truth for blacklist precision/recall.
     max_failures : int, default MAX_FAILURES (3)
         Consecutive failed jobs re-sent before the client is dropped.
+    max_rejections : int, default MAX_REJECTIONS (3)
+        Consecutive rejected updates tolerated before the client is dropped.
     """
 
     name = "fl-r2sp"
@@ -100,6 +111,7 @@ class FLR2SPPolicy(Policy):
         outliers: OutlierParams | None = None,
         known_outliers: frozenset[int] = frozenset(),
         max_failures: int = MAX_FAILURES,
+        max_rejections: int = MAX_REJECTIONS,
     ) -> None:
         group = group if group is not None else GroupParams()
         outliers = outliers if outliers is not None else OutlierParams()
@@ -117,7 +129,7 @@ class FLR2SPPolicy(Policy):
         self.aggregation: AggregationKind = group.aggregation
         self.robust = group.robust
         self.scorer = GroupScorer(outliers, known_outliers, self.aggregation)
-        self.failures = FailureCounter(max_failures)
+        self.failures = FailureCounter(max_failures, max_rejections)
         self.ema = RoundTimeEMA(group.ema_weight, group.initial_round_time)
         self._groups: list[GroupState] = []
         self._w = np.zeros(0, dtype=np.float32)
@@ -135,7 +147,14 @@ class FLR2SPPolicy(Policy):
         cls, clients: Sequence[int], scheme: SchemeParams, known_outliers: frozenset[int]
     ) -> FLR2SPPolicy:
         """The policy a run configuration's scheme knobs describe (the registry's builder)."""
-        return cls(clients, scheme.group, scheme.outliers, known_outliers, scheme.max_failures)
+        return cls(
+            clients,
+            scheme.group,
+            scheme.outliers,
+            known_outliers,
+            scheme.max_failures,
+            scheme.max_rejections,
+        )
 
     # ------------------------------------------------------------------ API
     @property
@@ -211,39 +230,6 @@ class FLR2SPPolicy(Policy):
         out: list[Decision] = [self._arrival(now, group, update, False, "collected")]
         return out + self._check_collect(now, group) + self._advance(now)
 
-    def on_failure(self, now: float, cid: int, tag: int, reason: str) -> list[Decision]:
-        cid = self._known(cid)
-        if self._inflight.pop(cid, None) is None or not self._is_active(cid):
-            return [ignored(now, cid, "failure", "no job in flight or client inactive")]
-        group = self._groups[self.group_of(cid)]
-        dropped = self.failures.failure(cid)
-        consecutive = self.failures.consecutive(cid)
-        out: list[Decision] = [failure_record(now, group, cid, tag, reason, consecutive, dropped)]
-        if dropped:
-            out += self._shrink(now, group, f"client {cid} dropped after repeated failures")
-            out += self._check_collect(now, group)
-        elif group.ready:
-            group.held.append(cid)
-        else:
-            out += self._send(group, [cid])
-        return out + self._advance(now)
-
-    def on_rejoin(self, now: float, cid: int) -> list[Decision]:
-        cid = self._known(cid)
-        group = self._groups[self.group_of(cid)]
-        if self._stopped or cid in self.filter.blacklisted or not self.failures.revive(cid):
-            return [rejoined(now, cid, group.gid, False)]  # it was never dropped: nothing to redo
-        if self._active[group.gid] == 0 and not group.ready:
-            # The group sat out: its round restarts now, from the current global model.
-            group.start, group.t_release = self._w, float(now)
-        self._active[group.gid] += 1
-        out: list[Decision] = [rejoined(now, cid, group.gid, True)]
-        if group.ready:
-            group.held.append(cid)
-        else:
-            out += self._send(group, self._rejoin_targets(group, cid))
-        return out + self._advance(now)
-
     def on_timer(self, now: float, key: Hashable) -> list[Decision]:
         if key != self._timer_key:
             return []  # stale: the application it waited for already happened
@@ -260,6 +246,7 @@ class FLR2SPPolicy(Policy):
             "gap": self._gap(),
             "num_stragglers": self.num_stragglers,
             "num_failures": self.failures.total,
+            "num_rejected": self.failures.rejected_total,
             "dropped": sorted(self.failures.dropped),
             **self.filter.summary(),
         }
@@ -337,12 +324,16 @@ class FLR2SPPolicy(Policy):
 
     def _check_collect(self, now: float, group: GroupState) -> list[Decision]:
         need = self._need(group)
-        if group.ready or not group.collected or len(group.collected) < need:
+        if group.ready or not group.answered() or group.answered() < need:
             return []
         group.ready = True
         group.t_collect = float(now)
         group.round_time = float(now) - group.t_release
-        group.intra = aggregate(group.collected, self.aggregation, self.robust)
+        # None: every answer was rejected; the group passes its turn (_pass).
+        intra = (
+            aggregate(group.collected, self.aggregation, self.robust) if group.collected else None
+        )
+        group.intra = intra
         return [collect_record(now, group, need)]
 
     def _advance(self, now: float) -> list[Decision]:
@@ -356,6 +347,9 @@ class FLR2SPPolicy(Policy):
             group = self._candidate()
             if group is None:
                 break
+            if group.intra is None:  # nothing to apply: the turn passes now, no gap needed
+                out += self._pass(now, group)
+                continue
             earliest = self._last_apply + self._gap()
             if now < earliest:
                 key = ("fl-r2sp-turn", self._version)
@@ -392,6 +386,14 @@ class FLR2SPPolicy(Policy):
             apply_record(now, group, self._version, self.ema.value, gap),
         ]
         out += self.scorer.score_round(now, group, self._w, w_before, self._shrink)
-        finished = [u.cid for u in group.collected] + group.held
+        finished = [u.cid for u in group.collected] + group.excluded + group.held
+        group.next_round(now, self._w)
+        return out + self._send(group, self._release_targets(group, finished))
+
+    def _pass(self, now: float, group: GroupState) -> list[Decision]:
+        """The turn of a group whose every answer was rejected: no model change, next round."""
+        self._turn = (group.gid + 1) % self.num_groups
+        out: list[Decision] = [pass_record(now, group, self._version)]
+        finished = group.excluded + group.held
         group.next_round(now, self._w)
         return out + self._send(group, self._release_targets(group, finished))

@@ -4,10 +4,14 @@ Records emitted by :class:`~fl_r2sp.strategies.flr2sp.FLR2SPPolicy` (``Record.ki
 fields, every row has ``t``): ``client_update`` (cid, group, tag, round, straggler, action,
 loss, num_examples) on every arrival; ``client_score`` (cid, group, round, cosine, streak,
 straggler; with ``all_references`` also ``cosine_<reference>`` for every reference) when
-scored; ``group_collect`` (group, round, t_release, t_collect, round_time, collected, need);
-``group_apply`` (group, round, version, t_apply, t_collect, turn_wait, T, gap); ``blacklist``
-(cid, group, known_outlier); ``client_failure`` (cid, group, tag, reason, consecutive,
-dropped); ``group_empty`` (group, round, why) when a group's last active member is dropped or
+scored; ``group_collect`` (group, round, t_release, t_collect, round_time, collected,
+excluded, need); ``group_apply`` (group, round, version, t_apply, t_collect, turn_wait, T,
+gap); ``blacklist`` (cid, group, known_outlier); ``client_failure`` (cid, group, tag,
+reason, consecutive, dropped); ``client_rejected`` (cid, group, tag, reason, consecutive,
+action: excluded / held / replied / dropped) when an update failed admission; ``group_pass``
+(group, round, version, excluded) when a group's turn came with every answer rejected (the
+model is unchanged);
+``group_empty`` (group, round, why) when a group's last active member is dropped or
 blacklisted (the fixed order skips it from then on); ``client_rejoin`` (cid, group, revived)
 when a lost client is reachable again (a dropped one is taken back and gets the group's model;
 a group that was empty restarts its round from the current global model); ``ignored`` (cid,
@@ -77,6 +81,7 @@ def collect_record(now: float, group: GroupState, need: int) -> Record:
             "t_collect": now,
             "round_time": group.round_time,
             "collected": [u.cid for u in group.collected],
+            "excluded": list(group.excluded),
             "need": need,
         },
     )
@@ -98,5 +103,37 @@ def apply_record(
             "turn_wait": now - group.t_collect,
             "T": round_time_estimate,
             "gap": gap,
+        },
+    )
+
+
+def rejected_record(
+    now: float, group: GroupState, cid: int, tag: int, reason: str, consecutive: int, action: str
+) -> Record:
+    """The ``client_rejected`` row of an update that failed admission (``action``: its fate)."""
+    return Record(
+        "client_rejected",
+        {
+            "t": now,
+            "cid": cid,
+            "group": group.gid,
+            "tag": tag,
+            "reason": reason,
+            "consecutive": consecutive,
+            "action": action,
+        },
+    )
+
+
+def pass_record(now: float, group: GroupState, version: int) -> Record:
+    """The ``group_pass`` row: the group's turn with every answer rejected; no model change."""
+    return Record(
+        "group_pass",
+        {
+            "t": now,
+            "group": group.gid,
+            "round": group.round,
+            "version": version,
+            "excluded": list(group.excluded),
         },
     )

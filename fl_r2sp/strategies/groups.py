@@ -60,6 +60,9 @@ class GroupState:
         Time the current round was released (previous application).
     collected : list of Update
         Updates aggregated in the current round, in arrival order.
+    excluded : list of int
+        Members whose update of the current round was rejected by admission:
+        they answered (they count toward the threshold) but are not aggregated.
     held : list of int
         Stragglers (and re-sent failures) waiting for the group's application.
     ready : bool
@@ -72,6 +75,7 @@ class GroupState:
     round: int = 0
     t_release: float = 0.0
     collected: list[Update] = field(default_factory=list)
+    excluded: list[int] = field(default_factory=list)
     held: list[int] = field(default_factory=list)
     ready: bool = False
     t_collect: float = math.nan
@@ -80,12 +84,17 @@ class GroupState:
     #: Reference delta of the latest application (to score late stragglers).
     last_reference: np.ndarray | None = None
 
+    def answered(self) -> int:
+        """Members that answered the current round (collected or excluded)."""
+        return len(self.collected) + len(self.excluded)
+
     def next_round(self, now: float, model: np.ndarray) -> None:
         """Start the next round from ``model`` at time ``now``."""
         self.round += 1
         self.t_release = float(now)
         self.start = model
         self.collected = []
+        self.excluded = []
         self.held = []
         self.ready = False
         self.t_collect = math.nan

@@ -33,6 +33,8 @@ AspMixingKind = Literal["average", "fedasync"]
 
 #: Consecutive failed jobs re-sent to a client before it is dropped (key ``max-failures``).
 MAX_FAILURES = 3
+#: Consecutive rejected updates a client may send before it is dropped (key ``max-rejections``).
+MAX_REJECTIONS = 3
 #: BSP's choice of clients per round (key ``bsp-sampling``; see ``BSPPolicy``).
 BSP_SAMPLING: BspSamplingKind = "first-c"
 
@@ -42,6 +44,14 @@ def check_max_failures(value: int) -> None:
     if not value >= 1:
         raise ValueError(
             f"invalid max_failures={value!r} (run-config key max-failures): must be >= 1"
+        )
+
+
+def check_max_rejections(value: int) -> None:
+    """Raise ``ValueError`` unless ``value`` (``max-rejections``) is >= 0."""
+    if not value >= 0:
+        raise ValueError(
+            f"invalid max_rejections={value!r} (run-config key max-rejections): must be >= 0"
         )
 
 
@@ -183,6 +193,8 @@ class SchemeParams:
     bsp_sampling : {"first-c", "sample"}
     max_failures : int
         >= 1.
+    max_rejections : int
+        >= 0 (FL-R²SP and BSP; the other schemes count a rejection as a failure).
     seed : int
         The run's seed (BSP's per-round sample).
     """
@@ -192,11 +204,13 @@ class SchemeParams:
     asynchronous: AsyncParams = nested(AsyncParams)
     bsp_sampling: BspSamplingKind = field(metadata={"key": "bsp-sampling"})
     max_failures: int = field(metadata={"key": "max-failures"})
+    max_rejections: int = field(metadata={"key": "max-rejections"})
     seed: int = field(metadata={"key": "seed"})
 
     def __post_init__(self) -> None:
         check_bsp_sampling(self.bsp_sampling)
         check_max_failures(self.max_failures)
+        check_max_rejections(self.max_rejections)
 
     @classmethod
     def from_keys(cls, values: Mapping[str, Any]) -> SchemeParams:
@@ -208,5 +222,6 @@ def scheme_defaults() -> dict[str, Any]:
     """Run-config key -> default of every scheme knob (``seed`` has none here)."""
     out = keys_of(SchemeParams)
     out.update({"bsp-sampling": BSP_SAMPLING, "max-failures": MAX_FAILURES})
+    out["max-rejections"] = MAX_REJECTIONS
     del out["seed"]
     return out

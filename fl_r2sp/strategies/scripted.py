@@ -108,6 +108,12 @@ class ScriptedDriver:
         tag = self.jobs[cid][0]
         return self._handle(self.policy.on_failure(self.now, cid, tag, reason))
 
+    def reject(self, t: float, cid: int, reason: str = "norm") -> list[Decision]:
+        """Report that ``cid``'s update arrived at ``t`` and failed admission."""
+        self.advance_to(t)
+        tag = self.jobs[cid][0]
+        return self._handle(self.policy.on_rejected(self.now, cid, tag, reason))
+
     def finish(self) -> list[Decision]:
         """Fire all remaining timers."""
         if not self._timers:
