@@ -7,7 +7,11 @@ Two sources, both committed so the report regenerates without rerunning anything
   hardware efficiency only;
 * ``experiments/report/cluster_real/<item>/{summary.csv,claims.csv,summary.json}``: small real
   training runs on this machine's CPU (``python -m experiments.cluster_real --publish
-  experiments/report/cluster_real``).
+  experiments/report/cluster_real``);
+* ``experiments/report/selective/<item>/{runs.csv,claims.csv,*.png}``: the selective-reduce
+  paper's simulations (``python -m experiments.selective --publish
+  experiments/report/selective``): every claim with its verdict as
+  :mod:`experiments.selective_setup` states the rules, and min / median / max over the trials.
 
 Every number in the section comes from those files (the paper's numbers are columns of the
 summaries) or from :mod:`experiments.cluster_twin_setup` (the verdict band); no string literal
@@ -24,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.cluster_twin_setup import BAND
+from experiments.selective import ITEMS as SELECTIVE_ITEMS
+from experiments.selective_setup import __doc__ as SELECTIVE_SETUP
 
 TWIN = {
     "fig8": "mean iteration time normalised by BSP (hardware efficiency)",
@@ -39,6 +45,11 @@ REAL = {
     "fig14": "R²SP with tuning against BSP and SAFA with injected delays",
 }
 VERDICT_WORDS = ("reproduced", "same direction", "differs", "holds", "does not hold")
+#: Columns of a selective item's runs.csv shown as min / median / max (the wait item: its own).
+SELECTIVE_METRICS = ("sync_time_s", "scale", "total_iterations", "total_syncs")
+#: Items whose table shows other metrics than SELECTIVE_METRICS.
+ITEM_METRICS = {"fig7": ("wasted_wait_pct", "wasted_slot_pct", "waited_s", "wait_decisions")}
+SPREAD = ("_min", "_median", "_max")
 
 
 _ROMAN = ((10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"))
@@ -240,4 +251,59 @@ def cluster_lines(root: Path) -> list[str]:
         "",
         *_twin_lines(root),
         *_real_lines(root),
+        *selective_lines(root),
     ]
+
+
+def spread_table(rows: Sequence[Mapping[str, str]], metrics: Sequence[str]) -> list[str]:
+    """A runs.csv as Markdown: its key columns, then each metric as 'min / median / max'."""
+    if not rows:
+        return []
+    keys = [k for k in rows[0] if not k.endswith(SPREAD)]
+    shown = [m for m in metrics if m + SPREAD[1] in rows[0]]
+    out = ["| " + " | ".join([*keys, *shown]) + " |", "|" + "---|" * (len(keys) + len(shown))]
+    for r in rows:
+        cells = [_cell(r.get(k, "")) for k in keys]
+        cells += [" / ".join(_cell(r.get(m + end, "")) for end in SPREAD) for m in shown]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _selective_item(root: Path, item: str, title: str) -> list[str]:
+    d = root / "selective" / item
+    runs, claims = _read_csv(d / "runs.csv"), _read_csv(d / "claims.csv")
+    lines = [f"### {title}", ""]
+    if not runs:
+        return [*lines, f"Not published (no `selective/{item}/runs.csv`).", ""]
+    trials = sorted({r.get("trials", "") for r in runs})
+    lines += [f"![selective {item}](report/selective/{item}/{png.name})"
+              for png in sorted(d.glob("*.png"))] + [""]  # fmt: skip
+    lines += [*md_table(claims), "", f"Verdicts: {tally(claims)}.", ""]
+    metrics = ITEM_METRICS.get(item, SELECTIVE_METRICS)
+    lines += [f"Trials per point: {', '.join(trials)}; each cell min / median / max over them.", ""]
+    return [*lines, *spread_table(runs, metrics), ""]
+
+
+def selective_lines(root: Path) -> list[str]:
+    """The selective-reduce section; ``root`` holds ``selective/`` (``experiments/report``)."""
+    setup = SELECTIVE_SETUP or ""
+    rules = setup[setup.find("Verdict rules") :].strip() if "Verdict rules" in setup else ""
+    claims = [c for item in SELECTIVE_ITEMS for c in _read_csv(root / "selective" / item /
+                                                               "claims.csv")]  # fmt: skip
+    lines = [
+        "## Cluster mode: selective reduce against partial and all reduce (simulations)",
+        "",
+        "The selective-reduce paper is simulation-only, and so is this section: the "
+        "all-reduce-family controllers run in virtual time (`fl_r2sp.cluster.sim.reduce_sim`, "
+        "`python -m experiments.selective`); nothing is trained. The setup and our choices are "
+        "in `experiments/report/selective/REPORT.md` and `experiments/selective_setup.py`; "
+        "real runs of the same controllers on this machine are in the README (cluster mode).",
+        "",
+        rules,
+        "",
+        f"All selective-reduce claims: {tally(claims)}.",
+        "",
+    ]
+    for item, (_, title) in SELECTIVE_ITEMS.items():
+        lines += _selective_item(root, item, title)
+    return lines
