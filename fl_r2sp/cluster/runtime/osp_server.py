@@ -136,9 +136,13 @@ class OSPServer:
             self.threads.append(t)
 
     def join(self) -> None:
-        """Wait for the service threads (each ends on BYE, a failure or the PG timeout)."""
-        self.closing.set()
-        for t in self.threads:
+        """Wait for the service threads (each ends on BYE, a failure or the PG timeout), then
+        end the GIB / stop-watch thread (it must outlive the services: it may have to abort
+        them)."""
+        *services, helper = self.threads
+        for t in [*services, helper]:
+            if t is helper:
+                self.closing.set()
             t.join(self.cfg.timeout_s + 30.0)
             if t.is_alive():
                 raise TimeoutError(f"PS {self.index}: thread {t.name} did not end")
