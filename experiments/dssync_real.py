@@ -52,6 +52,7 @@ from fl_r2sp.cluster.runtime.local import run_local
 #: Our scheme names -> the paper's method names (METHODS); "dssync-static": ablation.
 SCHEMES = {"allreduce": "AR", "hierarchical": "Hier. AR", "gossip": "Gossip", "dssync": "DS-Sync"}
 WINDOW = 10
+MODEL = "mlp-wide"
 FIELDS = ("scenario", "scheme", "status", "comm_ms", "iter_s", "elapsed_s", "it_target",
           "t_target_s", "target_loss", "final_loss", "ema_acc", "avg_acc", "failed_syncs",
           "found")  # fmt: skip
@@ -61,7 +62,7 @@ def config(scheme: str, sc_name: str, ns: argparse.Namespace, run_dir: str) -> D
     """The run of ``scheme`` in scenario ``sc_name`` with the flags' knobs."""
     sc = scenario(sc_name, ns.workers, ns.link_rate)
     base = ClusterConfig(
-        workers=ns.workers, servers=1, model="mlp-wide", dataset="synthetic", batch_size=32,
+        workers=ns.workers, servers=1, model=MODEL, dataset="synthetic", batch_size=32,
         lr=0.05, max_iterations=ns.iterations, timeout_s=60.0, run_timeout_s=1800.0,
         run_dir=run_dir, eval_samples=2000, progress_s=0.0, plots=False, seed=ns.seed,
     )  # fmt: skip
@@ -133,25 +134,17 @@ def run_all(ns: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
-def report(rows: list[dict[str, Any]], ns: argparse.Namespace) -> str:
-    """REPORT.md: our rows beside the paper's CIFAR-10 rows, speed-ups, verdicts."""
+def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Our rows beside the paper's CIFAR-10 rows: comm time, speed-up of AR over each scheme
+    (ours and the paper's), the twin's verdict rule on the speed-up."""
     lines = [
-        "# DS-Sync and baselines, real CPU runs in emulated S1-S3",
-        "",
-        f"Scale: {ns.workers} worker processes on one machine in 2 racks, mlp-wide (1.23 M "
-        f"parameters, 4.9 MB) on the synthetic set, {ns.iterations} iterations, links "
-        f"{ns.link_rate:g} MB/s nominal (contended: half), DS-Sync regroup period {ns.period}, "
-        f"EMA factor {ns.ema_factor}, seed {ns.seed}. Paper: 8 V100 workers, 20 Gb/s links, "
-        "WideResNet-28-10 (146 MB) on CIFAR-10 (Tables III-V). Command: `python -m "
-        "experiments.dssync_real` (module docstring: metrics, target).",
-        "",
         "| scenario | scheme | comm ms | paper ms (CIFAR-10) | s/iter | iters to target | "
         "s to target | final loss | EMA acc | avg acc | AR/scheme comm | paper | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ar = {r["scenario"]: r for r in rows if r.get("scheme") == "allreduce"}
     for r in rows:
-        if r.get("comm_ms") is None:
+        if r.get("comm_ms") is None or r["scenario"] not in ar:
             lines.append(f"| {r['scenario']} | {r['scheme']} | {r['status']} |")
             continue
         paper = PAPER[(r["scenario"], "Cifar10")]
@@ -165,7 +158,33 @@ def report(rows: list[dict[str, Any]], ns: argparse.Namespace) -> str:
         cells.append(verdict(ours_su, paper_su, True) if r["scheme"] != "allreduce" else "")
         lines.append("| " + " | ".join(cells) + " |")
     found = [f"{r['scenario']} {r['scheme']}: {r['found']}" for r in rows if r.get("found")]
-    lines += ["", "DS-Sync's last regroup decision: " + "; ".join(found) + ".", ""]
+    return [*lines, "", "DS-Sync's last regroup decision: " + "; ".join(found) + "."]
+
+
+def scale_line(args: dict[str, Any]) -> str:
+    """What ran, from the run's arguments (computed sizes)."""
+    from fl_r2sp.cluster.models import build_model, param_count
+
+    n = param_count(build_model(MODEL))
+    return (f"{args['workers']} worker processes on one machine in two racks, {MODEL} "
+            f"({n / 1e6:.2f} M parameters, {4 * n / 1e6:.1f} MB) on the synthetic set, "
+            f"{args['iterations']} iterations, every link {args['link_rate']:g} MB/s nominal "
+            f"(contended: half), DS-Sync regroup period {args['period']}, EMA factor "
+            f"{args['ema_factor']}, seed {args['seed']}")  # fmt: skip
+
+
+def report(rows: list[dict[str, Any]], ns: argparse.Namespace) -> str:
+    """REPORT.md: scale, then :func:`table_lines`."""
+    lines = [
+        "# DS-Sync and baselines, real CPU runs in emulated S1-S3",
+        "",
+        f"Scale: {scale_line(vars(ns))}. Paper: 8 V100 workers, 20 Gb/s links, "
+        "WideResNet-28-10 (36.5 M parameters) on CIFAR-10 (Tables III-V). Command: `python -m "
+        "experiments.dssync_real` (module docstring: metrics, target).",
+        "",
+        *table_lines(rows),
+        "",
+    ]
     return "\n".join(lines)
 
 

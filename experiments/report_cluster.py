@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.cluster_twin_setup import BAND
+from experiments.report_dssync import dssync_lines
 from experiments.selective import ITEMS as SELECTIVE_ITEMS
 from experiments.selective_setup import __doc__ as SELECTIVE_SETUP
 
@@ -252,6 +253,7 @@ def cluster_lines(root: Path) -> list[str]:
         *_twin_lines(root),
         *_real_lines(root),
         *selective_lines(root),
+        *dssync_lines(root),
     ]
 
 
