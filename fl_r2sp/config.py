@@ -241,6 +241,12 @@ class RunConfig:
         "Flower: seconds to wait at start for num-partitions nodes to connect and answer "
         "(a node told another num-partitions stops the run as soon as it answers).",
     )
+    node_grace: float = _f(
+        15.0,
+        "Flower: end the start wait early when fewer than num-partitions nodes are online, "
+        "every one answered and none came or went for this many seconds (the run then fails "
+        "naming the missing partitions, or goes on with allow-missing-nodes; 0 = wait node-wait).",
+    )
     resend_backoff: float = _f(
         0.5,
         "Wall clock: seconds before re-sending to a client whose job failed with an error "

@@ -111,7 +111,7 @@ def _check_runtime(v: Mapping[str, Any]) -> None:
     check(window >= 0, "convergence-window", window, ">= 0")
     check(v["eval-every"] >= 1, "eval-every", v["eval-every"], ">= 1")
     check(v["job-timeout"] > 0, "job-timeout", v["job-timeout"], "> 0")
-    for key in ("node-wait", "resend-backoff", "grid-retry-time"):
+    for key in ("node-wait", "node-grace", "resend-backoff", "grid-retry-time"):
         check(v[key] >= 0, key, v[key], ">= 0")
     every = v["checkpoint-every"]
     check(every >= 0, "checkpoint-every", every, ">= 0 (0 = off)")

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
-from fl_r2sp.flower import grid_transport
+from fl_r2sp.flower import discovery, grid_transport
 from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry, is_transient
 from fl_r2sp.models.weights import flatten
@@ -207,6 +207,62 @@ def test_nodes_missing_at_start_are_named_after_the_bounded_wait() -> None:
         find_partitions(grid, timeout=0.05, expected=3, wait_for_all=True, retry=FAST)
     pmap = find_partitions(grid, 0.05, 3, wait_for_all=True, allow_missing=True, retry=FAST)
     assert pmap.node_of == {0: 10, 1: 11}
+
+
+class FakeTime:
+    """A clock that moves only when slept on; ``at`` maps a time to a hook run once then."""
+
+    def __init__(self, at: dict[float, Any] | None = None) -> None:
+        self.now = 0.0
+        self.at = dict(at or {})
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        for t in [t for t in self.at if t <= self.now]:
+            self.at.pop(t)()
+
+
+def wait_for(grid: FakeGrid, expected: int, grace: float, fake: FakeTime) -> Any:
+    return discovery.discover(
+        grid,
+        grid_transport.query_message,
+        expected,
+        timeout=120.0,
+        wait_for_all=True,
+        retry=FAST,
+        poll=0.5,
+        grace=grace,
+        clock=fake.clock,
+        sleep=fake.sleep,
+    )
+
+
+def test_nodes_missing_at_start_fail_after_the_grace_naming_them_not_after_node_wait() -> None:
+    # 2 of 3 nodes online, nothing changes: the wait ends once 5 s pass with no news.
+    fake = FakeTime()
+    pmap = wait_for(FakeGrid({10: 0, 11: 1}, 3), 3, 5.0, fake)
+    assert fake.now == 5.0 and pmap.node_of == {0: 10, 1: 11}
+    with pytest.raises(RuntimeError, match=r"2 nodes online; .* node-grace=5 s.*ids: 2\."):
+        discovery.check_found(pmap.node_of, 3, False, len(pmap.online), pmap.waited)
+    # Without a grace the same start waits the whole node-wait.
+    fake = FakeTime()
+    wait_for(FakeGrid({10: 0, 11: 1}, 3), 3, 0.0, fake)
+    assert fake.now == 120.0
+
+
+def test_a_node_that_connects_during_the_grace_restarts_it() -> None:
+    grid = FakeGrid({10: 0, 11: 1}, 4)
+    fake = FakeTime({4.0: lambda: grid.add(12, 2)})  # partition 2 connects at t = 4
+    pmap = wait_for(grid, 4, 5.0, fake)
+    assert fake.now == 9.0  # 5 s after the last news, not after the first 5 s
+    assert sorted(pmap.node_of) == [0, 1, 2]
+    # Every node online (the missing partition is claimed twice): no early end, node-wait.
+    fake = FakeTime()
+    wait_for(FakeGrid({10: 0, 11: 1, 12: 1}, 3), 3, 5.0, fake)
+    assert fake.now == 120.0
 
 
 def test_a_node_told_another_num_partitions_fails_at_once_not_after_the_wait() -> None:

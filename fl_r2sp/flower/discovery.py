@@ -70,6 +70,8 @@ class PartitionMap:
         self.online: set[int] = set()
         #: While starting, a node told another num-partitions stops the run (ValueError).
         self.strict = True
+        #: How the start wait ended (for the missing-partitions message).
+        self.waited = ""
         self._asked: dict[str, int] = {}  # query message id -> node id
         self._seen: set[int] = set()  # nodes asked (answered or not)
         self._claims: dict[int, int] = {}  # refused node -> the partition it claims
@@ -190,32 +192,58 @@ def discover(
     wait_for_all: bool = False,
     retry: RetryPolicy | None = None,
     poll: float = 0.05,
+    grace: float = 0.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> PartitionMap:
     """Ask the connected nodes for their partition ids, for up to ``timeout`` s.
 
     With ``wait_for_all``, nodes that connect during the wait are asked too
-    and the wait ends when ``expected`` partitions answered; without it only
-    the nodes online now are asked, and the wait ends when they all answered.
-    A node told another ``num-partitions`` raises ``ValueError`` as soon as it
-    answers. The caller checks what is missing (:func:`check_found`).
+    and the wait ends when ``expected`` partitions answered, or, with
+    ``grace > 0`` (``node-grace``), as soon as fewer than ``expected`` nodes
+    are online, every query is answered and no node came or went for
+    ``grace`` s (nodes missing at start fail the run within seconds instead of
+    after ``node-wait``). Without it only the nodes online now are asked, and
+    the wait ends when they all answered. A node told another
+    ``num-partitions`` raises ``ValueError`` as soon as it answers. The caller
+    checks what is missing (:func:`check_found`); ``PartitionMap.waited`` says
+    how the wait ended. ``clock`` and ``sleep`` are injectable for tests.
     """
     pmap = PartitionMap(grid, expected, make_query, retry)
-    deadline = time.monotonic() + timeout
+    start = clock()
+    deadline = start + timeout
+    pmap.waited = f"node-wait={timeout:g} s"
     pmap.refresh()
-    while time.monotonic() < deadline:
+    state, changed = _state(pmap), start
+    while clock() < deadline:
         if not pmap.pending() and (not wait_for_all or len(pmap.node_of) >= expected):
             break
-        time.sleep(poll)
+        if wait_for_all and grace > 0 and _stalled(pmap, expected, clock() - changed, grace):
+            pmap.waited = f"no node came or went for node-grace={grace:g} s"
+            break
+        sleep(poll)
         if wait_for_all:
             pmap.refresh()
         else:  # only the nodes online at first: read their answers, ask no one new
             pmap.read_answers()
+        if _state(pmap) != state:
+            state, changed = _state(pmap), clock()
     pmap.strict = False  # from now on a misconfigured newcomer is refused, not fatal
     return pmap
 
 
+def _state(pmap: PartitionMap) -> tuple[frozenset[int], int]:
+    """What counts as progress at start: the online set and the partitions attached."""
+    return frozenset(pmap.online), len(pmap.node_of)
+
+
+def _stalled(pmap: PartitionMap, expected: int, idle: float, grace: float) -> bool:
+    """Fewer nodes than partitions, every query answered, nothing new for ``grace`` s."""
+    return len(pmap.online) < expected and not pmap.pending() and idle >= grace
+
+
 def check_found(
-    found: dict[int, int], expected: int, allow_missing: bool, asked: int, timeout: float
+    found: dict[int, int], expected: int, allow_missing: bool, asked: int, waited: str
 ) -> None:
     """Raise (or warn, with ``allow_missing``) if partitions ``0..expected-1`` are missing.
 
@@ -227,8 +255,10 @@ def check_found(
         ``num-partitions`` (0 = unknown: nothing to check).
     allow_missing : bool
         Warn instead of raising (``allow-missing-nodes``).
-    asked, timeout : int, float
-        How many nodes were asked, and for how long (for the message).
+    asked : int
+        How many nodes were online when the wait ended (for the message).
+    waited : str
+        How the wait ended (``PartitionMap.waited``, for the message).
     """
     missing = sorted(set(range(expected)) - set(found))
     if not missing:
@@ -236,7 +266,7 @@ def check_found(
     shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
     text = (
         f"{len(found)} of num-partitions={expected} partitions answered the partition "
-        f"query ({asked} nodes connected, {timeout:g} s); missing partition ids: {shown}"
+        f"query ({asked} nodes online; waited until {waited}); missing partition ids: {shown}"
     )
     if allow_missing:
         log.warning("%s; allow-missing-nodes=true: the run goes on without them", text)

@@ -58,12 +58,15 @@ def find_partitions(
     wait_for_all: bool = False,
     allow_missing: bool = False,
     retry: RetryPolicy | None = None,
+    grace: float = 0.0,
 ) -> PartitionMap:
     """Ask every node for its ``partition-id``; the map, kept for re-discovery during the run.
 
     With ``wait_for_all``, waits up to ``timeout`` s (``node-wait``) for
     ``expected`` partitions to answer, asking nodes as they connect (a node
-    told another ``num-partitions`` fails the run as soon as it answers). If
+    told another ``num-partitions`` fails the run as soon as it answers); with
+    ``grace > 0`` (``node-grace``) the wait ends early once fewer than
+    ``expected`` nodes are online and none came or went for ``grace`` s. If
     partitions are missing after the wait, that is an error naming them unless
     ``allow_missing`` (run-config ``allow-missing-nodes``): then the run goes on
     with those that answered, and a warning names the others. A second node
@@ -77,8 +80,8 @@ def find_partitions(
     RuntimeError
         If partitions of ``0..expected-1`` are missing and not ``allow_missing``.
     """
-    pmap = discover(grid, query_message, expected, timeout, wait_for_all, retry)
-    check_found(pmap.node_of, expected, allow_missing, len(pmap.online), timeout)
+    pmap = discover(grid, query_message, expected, timeout, wait_for_all, retry, grace=grace)
+    check_found(pmap.node_of, expected, allow_missing, len(pmap.online), pmap.waited)
     return pmap
 
 

@@ -172,6 +172,7 @@ class EventDrivenStrategy(Strategy):
             wait_for_all=not virtual or not cfg.allow_missing_nodes,
             allow_missing=cfg.allow_missing_nodes,
             retry=retry,
+            grace=cfg.node_grace,
         )
         # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
         # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
