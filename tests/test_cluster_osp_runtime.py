@@ -171,3 +171,17 @@ def test_final_model_of_an_osp_run_equals_the_workers(tmp_path: Path) -> None:
     ps = evaluate(model, test.x, test.y, 256, torch.device("cpu"), cfg.seed)
     assert summary["test_accuracy"] == pytest.approx(ps["test_accuracy"], abs=1e-9)
     assert summary["test_loss"] == pytest.approx(ps["test_loss"], abs=1e-5)
+
+
+def test_osp_flags_reach_the_scheme_knobs() -> None:
+    from fl_r2sp.cluster.runtime.cli import parse
+
+    cfg, _ = parse(["--scheme", "osp-c", "--workers", "3", "--servers", "2", "--model", "mlp",
+                    "--dataset", "synthetic", "--osp-no-lgp", "--osp-selection", "topk",
+                    "--osp-budget", "fixed", "--osp-fixed-mb", "0.5", "--osp-cap", "0.6",
+                    "--osp-epoch-iterations", "7"])  # fmt: skip
+    sp = cfg.scheme  # type: ignore[attr-defined]
+    assert (sp.scheme, sp.osp_lgp, sp.osp_selection, sp.osp_budget) == (
+        "osp-c", False, "topk", "fixed")  # fmt: skip
+    assert (sp.osp_fixed_mb, sp.osp_cap, sp.osp_epoch_iterations) == (0.5, 0.6, 7)
+    assert cfg.world_size == 3

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.params import SCHEMES, T_MEASURES, TUNING_RULES, SchemeParams
 from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES
-from fl_r2sp.cluster.runtime import reduce_cli
+from fl_r2sp.cluster.runtime import osp_cli, reduce_cli
 
 
 class RunConfig(Protocol):
@@ -144,6 +144,7 @@ def _ps_flags(g: argparse._ArgumentGroup) -> None:
       help=f"SAFA lag tolerance [{sp.safa_staleness_bound}]")  # fmt: skip
     a("--safa-quorum", type=float, default=sp.safa_quorum, help=f"SAFA quorum [{sp.safa_quorum}]")
     a("--safa-deadline", type=float, default=sp.safa_deadline_s, help="SAFA round deadline s [inf]")
+    osp_cli.add_flags(g)
 
 
 def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
@@ -171,7 +172,7 @@ def _base_config(ns: argparse.Namespace) -> ClusterConfig:
         ns.scheme, gap_factor=ns.gap_factor, ema_weight=ns.ema_weight, ssp_bound=ns.ssp_bound,
         tuning=ns.tuning, tuning_warmup=ns.tuning_warmup, t_measure=ns.t_measure,
         safa_staleness_bound=ns.safa_staleness_bound, safa_quorum=ns.safa_quorum,
-        safa_deadline_s=ns.safa_deadline,
+        safa_deadline_s=ns.safa_deadline, **osp_cli.scheme_kwargs(ns),
     ) if ns.scheme in SCHEMES else ClusterConfig().scheme  # fmt: skip
     return ClusterConfig(
         workers=ns.workers, servers=ns.servers, scheme=scheme, model=ns.model,
