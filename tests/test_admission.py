@@ -124,6 +124,23 @@ def test_attacks_rewrite_the_reply() -> None:
     assert AttackPlan.of("huge@0", 0, 0, 4).apply(job, honest) is honest  # not client 0
 
 
+def test_fuzz_kinds_send_a_nan_or_a_vector_of_the_wrong_size() -> None:
+    job = Job(1, 0, 0, np.array([1.0, 1.0], np.float32))
+    honest = Reply(1, 0, 0, np.array([2.0, 0.0], np.float32), num_examples=7)
+    nan = AttackPlan.of("nan@1", 0, 0, 4).apply(job, honest).weights
+    assert np.isnan(nan[0]) and nan[1] == 0.0
+    assert AttackPlan.of("shape@1", 0, 0, 4).apply(job, honest).weights.tolist() == [2, 0, 0]
+    assert AttackPlan.of("shape(-1)@1", 0, 0, 4).apply(job, honest).weights.tolist() == [2]
+    for bad in ("nan(1)", "shape(0)", "shape(1.5)"):
+        with pytest.raises(ValueError, match="attack term"):
+            parse_attack(bad)
+    g = gate()
+    assert g.check(reply(nan, cid=1)).reason == "non-finite"
+    assert g.check(reply(np.zeros(3, np.float32), cid=1)).reason == "shape"
+    misfit = Reply(1, 0, 0, None, error="rejected update: array 0 has dtype float64, expected ...")
+    assert (g.check(misfit).reason, g.check(misfit).rejected) == ("dtype", True)
+
+
 # -- whole runs ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def clean_run():
@@ -133,7 +150,7 @@ def clean_run():
 def test_huge_and_scaled_clients_are_rejected_and_honest_ones_kept(clean_run) -> None:
     out = run(RunConfig(attack="huge(1e30)@2+scale(1000)@5", **BASE), write=False, progress=False)
     s = out.summary
-    # Each attacker: 1 job + 3 re-sends (max-failures = 3) rejected, then dropped.
+    # Each attacker: 4 rejected answers in a row (max-rejections = 3, one more drops it).
     assert s["updates_rejected"] == {"norm": 8} and s["jobs_dropped"] == {}
     assert s["policy_dropped"] == [2, 5] and s["status"] == "completed"
     failed = {(r["cid"], r["job"]) for r in out.events.jobs if r.get("failed")}
@@ -152,6 +169,15 @@ def test_bad_example_counts_are_rejected_and_the_run_completes(clean_run) -> Non
     assert s["global_updates"] == BASE["max_updates"] and s["status"] == "completed"
     msgs = {r["cid"]: r["failed"] for r in out.events.jobs if r.get("failed")}
     assert "num-examples=-5" in msgs[1] and "num-examples=1000000000" in msgs[4]
+
+
+def test_fuzzed_clients_are_rejected_by_reason_and_the_run_completes() -> None:
+    out = run(RunConfig(attack="nan@1+shape(1)@4", **BASE), write=False, progress=False)
+    s = out.summary
+    # Each fuzzer: 4 rejected answers (max-rejections = 3, one more drops it).
+    assert s["updates_rejected"] == {"non-finite": 4, "shape": 4}
+    assert s["policy_dropped"] == [1, 4] and s["status"] == "completed"
+    assert s["global_updates"] == BASE["max_updates"]
 
 
 def test_norm_admission_keeps_virtual_runs_independent_of_arrival_order() -> None:

@@ -22,7 +22,7 @@ from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry, is_transient
 from fl_r2sp.models.weights import flatten
 from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.admission import OFFLINE_PREFIX, Admission, AdmissionParams
+from fl_r2sp.server.admission import MISFIT_PREFIX, OFFLINE_PREFIX, Admission, AdmissionParams
 from fl_r2sp.server.loop_base import StopRule
 from fl_r2sp.server.transport import InProcessTransport
 from fl_r2sp.server.wall_loop import WallLoop
@@ -59,6 +59,7 @@ class FakeGrid:
         self.trained: list[tuple[int, int]] = []  # (node, cid) of every train message
         self.pushed: list[int] = []  # destination of every message pushed
         self.on_train: Any = None  # called with the number of train messages so far
+        self.misfit: set[int] = set()  # partitions whose replies carry one element too many
         self._ready: dict[str, SimpleNamespace] = {}
         self._seq = 0
 
@@ -88,6 +89,8 @@ class FakeGrid:
         cid = int(msg.content["config"]["cid"])
         self.trained.append((node, cid))
         arrays = [a + 1 for a in msg.content["arrays"].to_numpy_ndarrays()]
+        if cid in self.misfit:
+            arrays = [np.append(arrays[0], np.float32(1.0))]
         metrics = {"num-examples": 10, "train-loss": 0.5}
         content = {"arrays": grid_transport.ArrayRecord(arrays), "metrics": metrics}
         self._ready[mid] = reply(mid, node, content)
@@ -165,6 +168,17 @@ def test_a_push_hit_by_passing_superlink_errors_still_reaches_the_node() -> None
     assert grid.trained == [(11, 1)]
     (got,) = transport.poll(timeout=1.0)
     assert got.error is None and got.weights is not None and got.weights.tolist() == [1.0, 1.0]
+
+
+def test_arrays_that_misfit_the_model_are_filed_as_a_rejected_shape_not_an_error() -> None:
+    grid = FakeGrid({10: 0, 11: 1}, 2)
+    grid.misfit = {1}
+    transport = transport_for(grid, 2)
+    transport.submit(job(1))
+    (got,) = transport.poll(timeout=1.0)
+    assert got.error == f"{MISFIT_PREFIX}: array 0 has shape (3,), expected (2,)"
+    verdict = Admission(AdmissionParams(0.0, 0, 1), 2).check(got)
+    assert verdict is not None and (verdict.reason, verdict.rejected) == ("shape", True)
 
 
 # -- node state -------------------------------------------------------------------------------

@@ -14,7 +14,13 @@ kind           what the client sends (``start`` = model it got)     default arg
 ``scale(k)``   ``start + k (w - start)``: its delta times k          1000
 ``huge(v)``    every weight equal to v (finite in float32)          1e30
 ``examples(n)``  honest weights, ``num-examples`` reported as n     1e9
+``nan``        honest weights with the first one NaN (fuzzing)      (none)
+``shape(k)``   honest weights with k zeros appended (k < 0: the     1
+               last |k| cut off): a vector the model cannot take
 =============  ==================================================  ===========
+
+``nan`` and ``shape`` are fuzz kinds for the chaos run (``scripts/chaos.py``):
+admission must reject them (``non-finite``, ``shape``) whatever the transport.
 
 A term with ``@ids`` hits those partition ids; a term without hits the
 seeded draw of ``round(attack-fraction * N)`` clients (the same draw for
@@ -33,9 +39,18 @@ import numpy as np
 
 from fl_r2sp.protocol import Job, Reply
 
-AttackKind = Literal["sign-flip", "scale", "huge", "examples"]
+AttackKind = Literal["sign-flip", "scale", "huge", "examples", "nan", "shape"]
 ATTACK_KINDS: tuple[str, ...] = get_args(AttackKind)
-_DEFAULT_ARG = {"sign-flip": None, "scale": 1000.0, "huge": 1e30, "examples": 1e9}
+_DEFAULT_ARG = {
+    "sign-flip": None,
+    "scale": 1000.0,
+    "huge": 1e30,
+    "examples": 1e9,
+    "nan": None,
+    "shape": 1.0,
+}
+#: Kinds that take no number.
+_NO_ARG = ("sign-flip", "nan")
 _TERM = re.compile(r"^\s*([a-z-]+)\s*(?:\(\s*([^()]*?)\s*\))?\s*(?:@\s*([0-9,\s]+))?\s*$")
 #: Seed stream of the attacker draw (the SGD stream is 11, fl_r2sp.clients.runtime).
 _ATTACK_STREAM = 12
@@ -47,7 +62,7 @@ class Attack:
 
     Attributes
     ----------
-    kind : {"sign-flip", "scale", "huge", "examples"}
+    kind : {"sign-flip", "scale", "huge", "examples", "nan", "shape"}
     arg : float or None
         Its number (see the module table for defaults).
     ids : tuple of int or None
@@ -67,6 +82,8 @@ class Attack:
             return replace(reply, num_examples=int(self.arg or 0))
         if self.kind == "huge":
             return replace(reply, weights=np.full_like(reply.weights, self.arg, np.float32))
+        if self.kind in ("nan", "shape"):
+            return replace(reply, weights=_fuzz(reply.weights, self.kind, int(self.arg or 0)))
         start = np.asarray(job.weights, dtype=np.float64)
         delta = np.asarray(reply.weights, dtype=np.float64) - start
         factor = -1.0 if self.kind == "sign-flip" else float(self.arg or 0.0)
@@ -96,9 +113,9 @@ def _term(text: str) -> Attack:
     if m is None or m.group(1) not in ATTACK_KINDS:
         raise ValueError(f"invalid run config attack term {text.strip()!r}: {how}")
     kind, raw, ids = m.group(1), m.group(2), m.group(3)
-    if kind == "sign-flip" and raw:
+    if kind in _NO_ARG and raw:
         raise ValueError(
-            f"invalid run config attack term {text.strip()!r}: sign-flip takes no argument"
+            f"invalid run config attack term {text.strip()!r}: {kind} takes no argument"
         )
     try:
         arg = float(raw) if raw else _DEFAULT_ARG[kind]
@@ -114,8 +131,22 @@ def _term(text: str) -> Attack:
             f"invalid run config attack term {text.strip()!r}: huge(v) needs "
             "|v| <= 3.4e38 (finite in float32)"
         )
+    if kind == "shape" and (arg is None or arg != int(arg) or arg == 0):
+        raise ValueError(
+            f"invalid run config attack term {text.strip()!r}: shape(k) needs a non-zero "
+            "integer k (elements appended; negative: cut off)"
+        )
     cids = tuple(int(i) for i in ids.replace(" ", "").split(",") if i) if ids else None
     return Attack(kind, arg, cids)  # type: ignore[arg-type]
+
+
+def _fuzz(weights: np.ndarray, kind: str, k: int) -> np.ndarray:
+    """``weights`` with the first entry NaN (``nan``) or ``k`` zeros appended / cut (``shape``)."""
+    out = np.array(weights, dtype=np.float32, copy=True)
+    if kind == "nan":
+        out[:1] = np.nan
+        return out
+    return np.concatenate([out, np.zeros(k, np.float32)]) if k > 0 else out[: out.size + k]
 
 
 def drawn_attackers(seed: int, num_clients: int, fraction: float) -> frozenset[int]:

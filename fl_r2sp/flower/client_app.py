@@ -92,7 +92,10 @@ def train(msg: Message, context: Context) -> Message:
             "tag": tag,
         }
     )
-    out = ArrayRecord(unflatten(reply.weights, arrays))
+    fits = reply.weights.size == sum(a.size for a in arrays)
+    # A vector that does not fit the model (a fuzzing client, attack = shape(k)) goes out as
+    # one flat array: the server must see and reject it, not this process crash on it.
+    out = ArrayRecord(unflatten(reply.weights, arrays) if fits else [reply.weights])
     return Message(RecordDict({"arrays": out, "metrics": metrics}), reply_to=msg)
 
 

@@ -31,7 +31,7 @@ from fl_r2sp.flower.records import arrays_of, number
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry
 from fl_r2sp.models.weights import flatten, unflatten
 from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.admission import OFFLINE_PREFIX
+from fl_r2sp.server.admission import MISFIT_PREFIX, OFFLINE_PREFIX
 from fl_r2sp.server.virtual_checks import VirtualTimeError
 
 log = logging.getLogger("fl_r2sp")
@@ -273,7 +273,8 @@ class GridTransport:
             arrays = arrays_of(msg.content)
             problem = mismatch(arrays, self.template)
             if problem is not None:
-                return Reply(job.cid, job.index, job.tag, None, error=f"rejected update: {problem}")
+                error = f"{MISFIT_PREFIX}: {problem}"  # admission files it as rejected
+                return Reply(job.cid, job.index, job.tag, None, error=error)
             weights = flatten(arrays)
             return Reply(
                 job.cid,

@@ -18,9 +18,12 @@ One gate for every scheme and both loops (``docs/architecture.md`` §9). Two ste
    (its norm is honest): that is the robust aggregators' and the cosine
    filter's job.
 
-A rejected update frees the client through the policy's ``on_failure``, like
-an error reply. Every job ends in exactly one ledger entry (:class:`Ledger`):
-accepted, rejected (by reason) or dropped (error reply, timeout, offline).
+A rejected update reaches the policy as ``on_rejected`` (FL-R²SP and BSP:
+an answer excluded from the mean; other schemes: like an error reply). Over
+Flower, arrays that do not fit the model come as an error reply starting with
+:data:`MISFIT_PREFIX`; they are filed as rejected (``shape`` or ``dtype``).
+Every job ends in exactly one ledger entry (:class:`Ledger`): accepted,
+rejected (by reason) or dropped (error reply, timeout, offline).
 
 :func:`run_problem` says why a finished run must count as failed: a
 non-finite final model, or more than ``max-lost-share`` of its clients
@@ -48,6 +51,9 @@ DROP_REASONS = ("client-error", "timeout", "offline")
 TIMEOUT_PREFIX = "no reply within job-timeout"
 #: Start of the error text of a job whose node left the SuperLink's online set (or had none).
 OFFLINE_PREFIX = "node offline"
+#: Start of the error text of a reply whose arrays do not fit the model (Flower transport): the
+#: arrays cannot be flattened into the model's vector, so the transport rejects them itself.
+MISFIT_PREFIX = "rejected update"
 
 
 @dataclass(frozen=True)
@@ -143,9 +149,7 @@ class Admission:
     def check(self, reply: Reply) -> Verdict | None:
         """Stateless checks of a reply on receipt; None if it may go on."""
         if reply.error is not None:
-            reason = "timeout" if reply.error.startswith(TIMEOUT_PREFIX) else "client-error"
-            reason = "offline" if reply.error.startswith(OFFLINE_PREFIX) else reason
-            return Verdict(reason, reply.error)
+            return Verdict(_error_reason(reply.error), reply.error)
         w = reply.weights
         if w is None:
             return Verdict("no-weights", "reply carries no weights")
@@ -201,6 +205,15 @@ class Admission:
         self._norms.append(norm)
         self.ledger.accepted += 1
         return None
+
+
+def _error_reason(error: str) -> str:
+    """Ledger reason of an error reply."""
+    if error.startswith(MISFIT_PREFIX):
+        return "dtype" if "dtype" in error else "shape"
+    if error.startswith(TIMEOUT_PREFIX):
+        return "timeout"
+    return "offline" if error.startswith(OFFLINE_PREFIX) else "client-error"
 
 
 def _norm(vector: np.ndarray) -> float:

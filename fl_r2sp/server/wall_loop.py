@@ -7,9 +7,10 @@ injected delay for real. Nothing here is deterministic across runs — use the
 virtual loop for experiments.
 
 Liveness: a job that failed with an error (not a lost node, not a rejected
-update) is re-sent after a backoff that doubles with each consecutive error
-(``resend-backoff``), so that a passing SuperLink error does not exhaust the
-policy's ``max-failures`` within milliseconds; a transport that reports
+update, not arrays that misfit the model) is re-sent after a backoff that
+doubles with each consecutive error (``resend-backoff``), so that a passing
+SuperLink error does not exhaust the policy's ``max-failures`` within
+milliseconds; a transport that reports
 re-attached clients (``take_rejoined``, the Flower grid transport) has them
 handed to ``policy.on_rejoin``.
 """
@@ -25,7 +26,7 @@ import numpy as np
 
 from fl_r2sp.emulation.clock import WallClock
 from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX
+from fl_r2sp.server.admission import MISFIT_PREFIX, OFFLINE_PREFIX, TIMEOUT_PREFIX
 from fl_r2sp.server.loop_base import LoopBase, log
 from fl_r2sp.strategies.base import Update
 
@@ -112,7 +113,8 @@ class WallLoop(LoopBase):
     def _note_error(self, reply: Reply) -> None:
         """Count consecutive error replies; back off the client's next job (a passing error)."""
         error = reply.error
-        if error is None or error.startswith((OFFLINE_PREFIX, TIMEOUT_PREFIX)):
+        # A misfit reply is an answer (a rejected update), not a passing SuperLink error.
+        if error is None or error.startswith((OFFLINE_PREFIX, TIMEOUT_PREFIX, MISFIT_PREFIX)):
             self.errors.pop(reply.cid, None)
             return
         streak = self.errors[reply.cid] = self.errors.get(reply.cid, 0) + 1
