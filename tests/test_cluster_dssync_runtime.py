@@ -94,7 +94,7 @@ def test_hierarchical_equals_allreduce_bsp_and_gossip_follows_the_exponential_gr
     tmp_path: Path,
 ) -> None:
     racks = ((0, 1), (2, 3))
-    caps = {"nic_mb_s": (20.0,) * 4, "uplink_mb_s": (10.0, 10.0)}  # throttled: chunked path
+    caps: dict[str, Any] = {"nic_mb_s": (20.0,) * 4, "uplink_mb_s": (10.0, 10.0)}  # chunked path
     hier = _final(run_local(_ds(tmp_path, "hierarchical", racks, **caps)).summary)
     ar = _final(run_local(_ds(tmp_path, "allreduce", racks, **caps)).summary)
     assert (hier["model"] - ar["model"]).abs().max().item() <= TOL

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.runtime.dssync_config import DSSyncRunConfig
 from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
 
 #: Seconds the runner waits beyond ``run_timeout_s`` before it kills ranks that are left.
@@ -62,7 +63,7 @@ def _rank_main(cfg: dict[str, Any], url: str, rank: int, world: int, env: dict[s
 
 
 def run_local(
-    cfg: ClusterConfig | ReduceRunConfig,
+    cfg: ClusterConfig | ReduceRunConfig | DSSyncRunConfig,
     env: dict[str, str] | None = None,
     start_method: str = "forkserver",
 ) -> LocalRun:
@@ -70,8 +71,8 @@ def run_local(
 
     Parameters
     ----------
-    cfg : ClusterConfig or ReduceRunConfig
-        The run (a PS run, or an all-reduce-family run).
+    cfg : ClusterConfig, ReduceRunConfig or DSSyncRunConfig
+        The run (a PS run, an all-reduce-family run, or a DS-Sync-family run).
     env : dict or None, default None
         Extra environment variables of every rank (e.g. the worker kill hook).
     start_method : str, default "forkserver"
