@@ -17,7 +17,6 @@ store wait is bounded (``timeout_s``, polled in short slices so the thread ends 
 
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +36,8 @@ from fl_r2sp.cluster.runtime.shard import RunAborted
 from fl_r2sp.cluster.runtime.throttle import MB, TokenBucket, recv_chunked, send_chunked
 
 POLL_S = 0.5
+#: Poll period of PS 0's GIB thread for the shards' importance sums (seconds).
+PLAN_POLL_S = 0.005
 
 
 class GibCache:
@@ -252,8 +253,10 @@ class OSPServer:
             parts = [
                 self._await_key(store, W.importance_key(s, j)) for s in range(self.cfg.servers)
             ]
-            if any(p is None for p in parts):
-                return  # the run ended (or failed) before iteration j completed everywhere
+            if any(p is None for p in parts):  # the run ended (or failed) before iteration j
+                # completed everywhere: wake the workers waiting for the next GIB
+                set_json(store, W.gib_key(j + 1), {"ics": [], "abort": True})
+                return
             imp = [sum(v) for v in zip(*(p["imp"] for p in parts), strict=True)]
             gabs = [sum(v) for v in zip(*(p["gabs"] for p in parts), strict=True)]
             layers = self.planner.next(j, imp, gabs, parts[0]["losses"], parts[0]["computes"])
@@ -261,15 +264,13 @@ class OSPServer:
 
     def _await_key(self, store: Any, key: str) -> dict[str, Any] | None:
         """The key's JSON (deleted), or None once the run closes or ``timeout_s`` passes."""
+        # check() polling: a short store.wait that times out makes c10d log a warning each time
         deadline = time.monotonic() + self.cfg.timeout_s
-        while not self.closing.is_set() and self.state.aborted is None:
-            try:
-                store.wait([key], datetime.timedelta(seconds=POLL_S))
-            except dist.DistStoreError:
-                if time.monotonic() > deadline:
-                    return None
-                continue
-            return wait_get(store, key, POLL_S)
+        while self.state.aborted is None and time.monotonic() < deadline:
+            if store.check([key]):
+                return wait_get(store, key, self.cfg.timeout_s)
+            if self.closing.wait(PLAN_POLL_S):
+                return None
         return None
 
     def report(self) -> dict[str, Any]:

@@ -24,7 +24,6 @@ documents. Row times: ``compute_s`` as :mod:`.worker`; ``push_s`` everything aft
 
 from __future__ import annotations
 
-import datetime
 import os
 import threading
 import time
@@ -209,22 +208,14 @@ class OSPWorker(Worker):
                 add_ranges(self.flat, ranges, job.local[s], self.cfg.lr)
 
     def _gib(self, k: int) -> list[int]:
-        """ICS layers of iteration ``k`` from the store; polls the stop and fatal keys."""
-        deadline = time.monotonic() + self.cfg.timeout_s
-        key = W.gib_key(k)
-        while True:
-            try:
-                self.store.wait([key], datetime.timedelta(seconds=0.5))
-                layers = [int(v) for v in P.loads(self.store.get(key))["ics"]]
-                self.gibs.append(layers)
-                return layers
-            except Exception as exc:
-                if "timeout" not in str(exc).lower():
-                    raise
-            if self.store.check([P.STOP_KEY]) or self.store.check([P.FATAL_KEY]):
-                raise _Aborted(f"the run stopped while waiting for the GIB of iteration {k}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no GIB of iteration {k} within {self.cfg.timeout_s:.0f}s")
+        """ICS layers of iteration ``k`` from the store (PS 0 publishes an abort entry instead
+        when the run ends before it can compute them)."""
+        got = wait_get(self.store, W.gib_key(k), self.cfg.timeout_s, delete=False)
+        if got.get("abort"):
+            raise _Aborted(f"the run stopped before the GIB of iteration {k}")
+        layers = [int(v) for v in got["ics"]]
+        self.gibs.append(layers)
+        return layers
 
     def _evaluate(self, k: int) -> None:
         """Test accuracy of the worker's own model (equal to the PS's once ICS is drained)."""
