@@ -3,20 +3,26 @@
 
 One SuperLink and N SuperNodes as in ``scripts/deploy_local.py`` (insecure,
 loopback, temporary ``FLWR_HOME``); the app runs on the wall clock with
-hostile clients from the ``attack`` knob (default: a 1e30 client, a x1000
-client, one claiming ``num-examples = -5`` and a sign flipper). While it runs,
-a seeded schedule kills a random live SuperNode every ``--kill-every``
-seconds (SIGTERM, which deactivates the node at the SuperLink at once, or
+hostile and fuzzing clients from the ``attack`` knob (default, 8 nodes in 2
+groups of 4: every group has two members whose every update is rejected, a
+1e30 client and one claiming ``num-examples = -5`` in group 1, one sending a
+NaN and one a vector of the wrong size in group 0, plus a sign flipper in
+group 1, which admission accepts). While it runs, a seeded schedule kills a
+random live SuperNode every ``--kill-every`` seconds, at most ``--kills``
+times (SIGTERM, which deactivates the node at the SuperLink at once, or
 SIGKILL, which the SuperLink notices only when the heartbeat expires, 36-60 s)
 and restarts it ``--down`` seconds later with the same ``partition-id`` (a new
-node id: the server must re-attach it). At most one node per group is down at
-a time, so every group keeps members.
+node id: the server must re-attach it). One node is down at a time, so every
+group keeps members.
 
 At the end it prints the ledger from the run's ``summary.json`` (accepted,
 rejected by reason, dropped by reason), the liveness records (re-attached
-clients, empty groups) and the gaps between global updates, and checks that
-none is longer than 2x the median group round time ("stalled"). Exit code:
-0 if the run completed with no stalled gap, 1 otherwise, 124 on ``--timeout``.
+clients, empty groups, rejected answers, passed turns) and the gaps between
+global updates, and checks that none is longer than 2x the median group
+round time ("stalled") and that every re-attached node answered a job within
+its group's next two applications. Exit code: 0 if the run completed with no
+stalled gap and no re-attached node left without work, 1 otherwise, 124 on
+``--timeout``.
 
 Usage::
 
@@ -26,6 +32,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import shutil
@@ -36,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +64,10 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     wait_http_ok,
 )
 
-#: One rejected attacker per group of the default 2 groups (ids 1, 2), one more in group 1
-#: (examples -5, id 3) and an accepted sign flipper (id 4).
-ATTACK = "huge(1e30)@1+scale(1000)@2+examples(-5)@3+sign-flip@4"
+#: Two always-rejected members in each default group of 4 (group 1: ids 1 and 3, a 1e30 update
+#: and num-examples = -5; group 0: ids 2 and 4, a NaN and a wrong-size vector) and an accepted
+#: sign flipper (id 5, group 1).
+ATTACK = "huge(1e30)@1+examples(-5)@3+nan@2+shape(1)@4+sign-flip@5"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,12 +78,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--fraction",
         type=float,
-        default=0.5,
-        help="C (default 0.5: a group of 4 collects 2, so one lost and one rejected member "
-        "do not hold it up)",
+        default=0.75,
+        help="C (default 0.75, the paper's: a group of 4 needs 3 answers; rejected updates "
+        "count as answers, excluded from the mean)",
     )
     p.add_argument("--duration", type=float, default=120.0, help="time-budget of the run, s")
     p.add_argument("--kill-every", type=float, default=12.0, help="seconds between kills")
+    p.add_argument("--kills", type=int, default=0, help="most kills (default 0: no limit)")
     p.add_argument("--down", type=float, default=6.0, help="seconds a killed node stays down")
     p.add_argument("--sigkill-share", type=float, default=0.25, help="kills that are SIGKILL")
     p.add_argument("--seed", type=int, default=0, help="seed of the kill schedule and the run")
@@ -82,6 +92,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--run-config", default="", help="extra run-config overrides")
     p.add_argument("--timeout", type=float, default=600.0, help="hard bound on the whole run, s")
     p.add_argument("--keep-home", action="store_true", help="keep the FLWR_HOME folder")
+    p.add_argument(
+        "--run-dir", type=Path, default=None, help="run-dir of the app (default: in FLWR_HOME)"
+    )
     return p.parse_args(argv)
 
 
@@ -117,6 +130,8 @@ class Chaos:
                 return
         self.note("the run is training: chaos starts")
         while not self.stop.wait(self.args.kill_every):
+            if self.args.kills and self.kills >= self.args.kills:
+                return
             pid = int(self.rng.integers(n))
             sig = signal.SIGKILL if self.rng.random() < self.args.sigkill_share else signal.SIGTERM
             proc = self.procs[pid]
@@ -142,41 +157,113 @@ class Chaos:
 T0 = time.monotonic()
 
 
-def report(run_dir: Path) -> int:
-    """Print the ledger and the stall check of the one run folder; 0 if no stalled gap."""
+@dataclass
+class Verdict:
+    """What the chaos run's folder shows (:func:`analyse`).
+
+    Attributes
+    ----------
+    summary : dict
+        ``summary.json``'s summary (ledger, status, global updates ...).
+    records : list of dict
+        ``records.jsonl``.
+    gaps : list of float
+        Seconds between consecutive global updates (the first from the loop's start).
+    median_round : float
+        Median group round time (release to collection).
+    stalled : list of (float, float)
+        (time, gap) of every gap longer than 2x ``median_round``.
+    rejoins : list of (int, float, bool)
+        (partition, time re-attached, answered a job within its group's next two
+        applications); the last is True too when the run ended before two more.
+    """
+
+    summary: dict[str, Any]
+    records: list[dict[str, Any]]
+    gaps: list[float]
+    median_round: float
+    stalled: list[tuple[float, float]]
+    rejoins: list[tuple[int, float, bool]]
+
+    @property
+    def ok(self) -> bool:
+        """Completed, with at least two global updates, no stalled gap, no rejoin left idle."""
+        return (
+            self.summary.get("status") == "completed"
+            and len(self.gaps) >= 2
+            and not self.stalled
+            and all(done for _, _, done in self.rejoins)
+        )
+
+
+def analyse(run_dir: Path) -> Verdict:
+    """Read the one run folder under ``run_dir`` and check gaps and re-attachments."""
     folders = [p for p in run_dir.iterdir() if p.is_dir()] if run_dir.is_dir() else []
     if len(folders) != 1:
-        print(f"chaos: expected one run folder in {run_dir}, found {folders}")
-        return 1
+        raise RuntimeError(f"chaos: expected one run folder in {run_dir}, found {folders}")
     folder = folders[0]
     summary = json.loads((folder / "summary.json").read_text())["summary"]
     records = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
-    print(f"chaos: run folder {folder.name}, status {summary.get('status')}")
-    print(f"  stopped: {summary.get('stopped')}; global updates {summary.get('global_updates')}")
-    print(f"  final accuracy {summary.get('final_accuracy')}")
-    print(f"  ledger: accepted {summary.get('updates_accepted')}")
-    print(f"          rejected {summary.get('updates_rejected')}")
-    print(f"          dropped  {summary.get('jobs_dropped')}")
-    kinds = ("client_rejoin", "group_empty", "blacklist")
-    for kind in kinds:
-        rows = [r for r in records if r["kind"] == kind]
-        print(f"  {kind}: {len(rows)} {[r.get('cid', r.get('group')) for r in rows]}")
+    with open(folder / "jobs.csv", newline="") as fh:
+        jobs = list(csv.DictReader(fh))
     applies = sorted(r["t"] for r in records if r["kind"] == "group_apply")
     rounds = [r["round_time"] for r in records if r["kind"] == "group_collect"]
-    if len(applies) < 2 or not rounds:
+    gaps = [float(g) for g in np.diff([0.0, *applies])]
+    median = statistics.median(rounds) if rounds else float("nan")
+    stalled = [(a, g) for a, g in zip(applies, gaps, strict=True) if g > 2 * median]
+    return Verdict(summary, records, gaps, median, stalled, _rejoins(records, jobs))
+
+
+def _rejoins(records: list[dict[str, Any]], jobs: list[dict[str, str]]) -> list[Any]:
+    """Per re-attachment: did the partition answer a job within its group's next 2 applies?"""
+    out = []
+    for row in (r for r in records if r["kind"] == "client_rejoin"):
+        cid, t = int(row["cid"]), float(row["t"])
+        later = sorted(
+            a["t"] for a in records if a["kind"] == "group_apply" and a["group"] == row["group"]
+        )
+        later = [a for a in later if a > t]
+        end = later[1] if len(later) >= 2 else float("inf")  # the run ended first: no verdict
+        answered = any(
+            int(j["cid"]) == cid
+            and j.get("dispatch")
+            and float(j["dispatch"]) >= t
+            and j.get("push_end")
+            and float(j["push_end"]) <= end
+            for j in jobs
+        )
+        out.append((cid, t, answered or end == float("inf")))
+    return out
+
+
+def report(run_dir: Path) -> int:
+    """Print the ledger and the checks of the one run folder; 0 if :attr:`Verdict.ok`."""
+    try:
+        v = analyse(run_dir)
+    except (RuntimeError, OSError, ValueError) as exc:
+        print(f"chaos: {exc}")
+        return 1
+    s = v.summary
+    print(f"chaos: status {s.get('status')}; stopped: {s.get('stopped')}")
+    print(f"  global updates {s.get('global_updates')}; final accuracy {s.get('final_accuracy')}")
+    print(f"  ledger: accepted {s.get('updates_accepted')}")
+    print(f"          rejected {s.get('updates_rejected')}")
+    print(f"          dropped  {s.get('jobs_dropped')}")
+    for kind in ("client_rejoin", "group_empty", "blacklist", "client_rejected", "group_pass"):
+        rows = [r for r in v.records if r["kind"] == kind]
+        print(f"  {kind}: {len(rows)} {[r.get('cid', r.get('group')) for r in rows]}")
+    if len(v.gaps) < 2:
         print("chaos: fewer than two global updates: nothing to check")
         return 1
-    gaps = np.diff([0.0, *applies])
-    median = statistics.median(rounds)
-    stalled = [
-        (round(a, 1), round(g, 1)) for a, g in zip(applies, gaps, strict=True) if g > 2 * median
-    ]
     print(
-        f"  gaps between global updates: max {gaps.max():.2f}s, median {np.median(gaps):.2f}s; "
-        f"median group round time {median:.2f}s; stalled (gap > 2x median round time): "
-        f"{len(stalled)} {stalled}"
+        f"  gaps between global updates: max {max(v.gaps):.2f}s, median "
+        f"{statistics.median(v.gaps):.2f}s; median group round time {v.median_round:.2f}s; "
+        f"stalled (gap > 2x median round time): {len(v.stalled)} "
+        f"{[(round(a, 1), round(g, 1)) for a, g in v.stalled]}"
     )
-    return 0 if not stalled and summary.get("status") == "completed" else 1
+    late = [(c, round(t, 1)) for c, t, done in v.rejoins if not done]
+    print(f"  re-attached: {len(v.rejoins)}; without work within 2 group rounds: {late}")
+    return 0 if v.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     dl.write_flower_config(home, link_port)
     (home / "logs").mkdir()
     app = HERE.parent
+    runs = args.run_dir.resolve() if args.run_dir is not None else home / "runs"
     others: list[Any] = []
     nodes: dict[int, Any] = {}
 
@@ -206,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_http_ok(f"http://127.0.0.1:{link_port}/health", 60.0, others[0], None)
         for i in range(n):
             nodes[i] = start_node(i)
-        cmd = dl.flwr_run_cmd(app, n, run_config(args, home / "runs"))
+        cmd = dl.flwr_run_cmd(app, n, run_config(args, runs))
         print("$", " ".join(cmd), flush=True)
         flwr = subprocess.Popen(
             cmd,
@@ -231,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             chaos.stop.set()
             thread.join(timeout=60)
         print(f"chaos: {chaos.kills} kills, {chaos.restarts} restarts; flwr exit {flwr.returncode}")
-        code = report(home / "runs")
+        code = report(runs)
         return code
     finally:
         stop_groups(list(nodes.values()) + others[1:])

@@ -1,0 +1,77 @@
+"""``scripts/chaos.py``'s checks on a hand-made run folder: stalled gaps, idle re-attachments.
+
+Folder: group round times 2, 2, 2 (median 2, so a gap > 4 s is stalled); global updates
+(t, group) at (2, 0), (3, 1), (4, 0), (5, 1), (6, 0), (7, 1), (12, 0): gaps 2, 1, 1, 1, 1, 1,
+5, the last stalled. Partition 2 (group 0) re-attached at 2.5: group 0's next two
+applications are at 4 and 6, and it answered a job sent at 3.0 at 5.5 (in time). Partition 3
+(group 1) re-attached at 3.5: group 1's next two are at 5 and 7; its job came back at 8.0
+(late). Partition 1 (group 1) re-attached at 6.5: only one more group-1 application
+follows, so there is no verdict (counted as in time).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_chaos() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("chaos", REPO / "scripts" / "chaos.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["chaos"] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_folder(root: Path, status: str = "completed") -> Path:
+    folder = root / "fl-r2sp-digits-s0"
+    folder.mkdir(parents=True)
+    summary = {"summary": {"status": status, "global_updates": 7}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    rows = [{"kind": "group_collect", "t": t, "round_time": 2.0} for t in (1, 2, 3)]
+    applies = [(2, 0), (3, 1), (4, 0), (5, 1), (6, 0), (7, 1), (12, 0)]
+    rows += [{"kind": "group_apply", "t": float(t), "group": g} for t, g in applies]
+    rows += [
+        {"kind": "client_rejoin", "t": t, "cid": c, "group": g, "revived": True}
+        for t, c, g in ((2.5, 2, 0), (3.5, 3, 1), (6.5, 1, 1))
+    ]
+    (folder / "records.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with open(folder / "jobs.csv", "w", newline="") as fh:
+        out = csv.DictWriter(fh, ["cid", "job", "dispatch", "push_end"])
+        out.writeheader()
+        out.writerow({"cid": 2, "job": 4, "dispatch": 3.0, "push_end": 5.5})
+        out.writerow({"cid": 3, "job": 4, "dispatch": 4.0, "push_end": 8.0})
+        out.writerow({"cid": 3, "job": 3, "dispatch": 1.0, "push_end": ""})  # lost, no reply
+    return folder
+
+
+def test_gaps_stalls_and_rejoins_are_read_from_the_folder(tmp_path: Path) -> None:
+    chaos = load_chaos()
+    write_folder(tmp_path)
+    v = chaos.analyse(tmp_path)
+    assert v.gaps == [2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0] and v.median_round == 2.0
+    assert v.stalled == [(12.0, 5.0)]
+    assert v.rejoins == [(2, 2.5, True), (3, 3.5, False), (1, 6.5, True)]
+    assert not v.ok
+    assert chaos.report(tmp_path) == 1
+
+
+def test_a_clean_folder_passes(tmp_path: Path) -> None:
+    chaos = load_chaos()
+    folder = write_folder(tmp_path)
+    rows = [json.loads(x) for x in (folder / "records.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if not (r["kind"] == "group_apply" and r["t"] == 12.0)]
+    rows = [r for r in rows if not (r["kind"] == "client_rejoin" and r["cid"] == 3)]
+    (folder / "records.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    v = chaos.analyse(tmp_path)
+    assert v.ok and not v.stalled and chaos.report(tmp_path) == 0
+    # A failed run never passes, however smooth.
+    (folder / "summary.json").write_text(json.dumps({"summary": {"status": "failed"}}))
+    assert not chaos.analyse(tmp_path).ok
