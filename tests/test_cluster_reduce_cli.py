@@ -101,4 +101,6 @@ def test_the_command_trains_a_reduce_run_end_to_end(
     assert s["lost_workers"] == {} and s["failed_syncs"] == 0
     run_dir = Path(str(s["run_dir"]))
     assert run_dir.parent == tmp_path and (run_dir / "COMPLETE").exists()
+    for name in ("summary.json", "final_params.pt", "permissions.csv", "controller_inputs.json"):
+        assert (run_dir / name).exists(), name
     assert f"[cluster] {scheme}: {workers} workers (no PS), p = 2" in text

@@ -149,9 +149,9 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
         **{k: v for k, v in stats.items() if k not in ("started_at", "ended_at", "error")},
         "run_dir": str(run_dir),
     }  # fmt: skip
-    writer.close(summary)
     torch.save({"flat": worker.flat.clone(), "model": base.model}, run_dir / "final_params.pt")
     (run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+    writer.close(summary)  # writes COMPLETE last: a folder without it is incomplete
     return summary
 
 
