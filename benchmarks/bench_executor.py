@@ -68,10 +68,18 @@ from fl_r2sp.training.augment import apply_crop_flip, draw_crop_flip  # noqa: E4
 BACKENDS = ("serial", "processes", "batched")
 
 
-def data_dir(choice: str, clients: int) -> str:
-    """CIFAR-10 where the loaders look ($FL_R2SP_DATA, data/, ../shared/data), else a
-    synthetic CIFAR-shaped archive (own cache)."""
+#: Model -> data set it trains on (the paper's pairing); only CIFAR-10 has a synthetic stand-in.
+DATASET_OF = {"lstm": "kws", "cnn": "cifar10", "resnet20": "cifar10"}
+
+
+def data_dir(choice: str, clients: int, model: str = "cnn") -> str:
+    """CIFAR-10 (or, for the LSTM, Speech Commands) where the loaders look ($FL_R2SP_DATA,
+    data/, ../shared/data), else a synthetic CIFAR-shaped archive (own cache)."""
     found = resolve_data_dir(None)
+    if DATASET_OF.get(model) == "kws":
+        if choice == "synthetic" or not (found / "speech_commands").is_dir():
+            raise SystemExit(f"--model lstm needs Speech Commands in {found}/speech_commands")
+        return str(found)
     if choice != "synthetic" and (found / "cifar10").is_dir():
         return str(found)
     if choice == "cifar10":
@@ -89,7 +97,7 @@ def data_dir(choice: str, clients: int) -> str:
 def round_cfg(args: argparse.Namespace, executor: str, clients: int, tau: int) -> RunConfig:
     """The benchmark round's configuration (CNN, the paper's partition, lr 0.01)."""
     return RunConfig(
-        dataset="cifar10",
+        dataset=DATASET_OF.get(args.model, "cifar10"),
         data_dir=args.data_dir,
         model=args.model,
         num_partitions=clients,
@@ -101,7 +109,7 @@ def round_cfg(args: argparse.Namespace, executor: str, clients: int, tau: int) -
         executor=executor,
         executor_workers=args.workers,
         executor_stack=args.stack,
-        compute_device=args.device,
+        compute_device=args.device if executor == "batched" else "cpu",
         max_updates=1,
         plots=False,
     )
@@ -253,7 +261,7 @@ def timing_table(args: argparse.Namespace) -> None:
         replies, startup = first[name]
         rate = best[name]
         diff = "" if ref is None else diff_stats(ref, replies, start)
-        label = f"{name} ({len(_workers(args))} proc.)" if name != "serial" else name
+        label = f"{name} ({_procs(args, name)} proc.)" if name != "serial" else name
         rerun = "" if args.repeat < 2 else f" {'same' if same[name] else 'DIFFERENT':>9}"
         print(
             f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {samples / rate:>8.1f} "
@@ -266,15 +274,18 @@ def timing_table(args: argparse.Namespace) -> None:
         print(f"{label:<28} {'':>10} {'':>8} {'':>8} {'':>8} {noise}")
 
 
-def _workers(args: argparse.Namespace) -> range:
+def _procs(args: argparse.Namespace, name: str) -> int:
+    """Processes that train: the pool's size, or 1 for batched on CUDA (one process)."""
     from fl_r2sp.server.executor import resolve_workers
 
-    return range(resolve_workers(args.workers))
+    if name == "batched" and resolve_device(args.device).type == "cuda":
+        return 1
+    return resolve_workers(args.workers)
 
 
 def memory_table(args: argparse.Namespace) -> None:
     print(f"\npeak resident memory, MiB (fresh process each, tau {args.memory_iterations}):")
-    head = f"{'executor':<10} {'clients':>7} {'main':>7} {'workers':>17} {'total':>7}"
+    head = f"{'executor':<10} {'clients':>7} {'main':>7} {'workers':>17} {'total':>7} {'device':>7}"
     print(head + "\n" + "-" * len(head))
     for name in args.backends:
         for clients in args.memory_clients:
@@ -284,7 +295,9 @@ def memory_table(args: argparse.Namespace) -> None:
             workers = [v / 1024 for k, v in rss.items() if k.startswith("worker")]
             shown = " + ".join(f"{w:.0f}" for w in workers) or "-"
             total = rss["main"] / 1024 + sum(workers)
-            print(f"{name:<10} {clients:>7} {rss['main'] / 1024:>7.0f} {shown:>17} {total:>7.0f}")
+            dev = f"{rss['cuda'] / 1024:>7.0f}" if "cuda" in rss else f"{'-':>7}"  # CUDA peak
+            main = rss["main"] / 1024
+            print(f"{name:<10} {clients:>7} {main:>7.0f} {shown:>17} {total:>7.0f} {dev}")
 
 
 def measure_memory(args: argparse.Namespace, name: str, clients: int) -> None:
@@ -341,7 +354,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> None:
     args = parse()
-    args.data_dir = data_dir(args.data, max([args.clients, *args.memory_clients]))
+    args.data_dir = data_dir(args.data, max([args.clients, *args.memory_clients]), args.model)
     if args.measure_memory:
         measure_memory(args, args.measure_memory[0], int(args.measure_memory[1]))
         return
