@@ -29,6 +29,7 @@ from typing import Any
 
 from experiments.cluster_twin_setup import BAND
 from experiments.report_dssync import dssync_lines
+from experiments.report_osp import osp_lines
 from experiments.selective import ITEMS as SELECTIVE_ITEMS
 from experiments.selective_setup import __doc__ as SELECTIVE_SETUP
 
@@ -254,6 +255,7 @@ def cluster_lines(root: Path) -> list[str]:
         *_real_lines(root),
         *selective_lines(root),
         *dssync_lines(root),
+        *osp_lines(root),
     ]
 
 
