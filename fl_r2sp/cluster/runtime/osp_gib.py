@@ -133,7 +133,7 @@ class GibPlanner:
             s = np.asarray(gabs, dtype=float)
         else:
             s = self.rng.permutation(len(imp)).astype(float)
-        bitmap = select_ics_layers(s, self.layer_bytes, self.budget)
+        bitmap = select_ics_layers(s.tolist(), self.layer_bytes, self.budget)
         layers = [int(i) for i in np.flatnonzero(bitmap)]
         ics_bytes = float(sum(self.layer_bytes[i] for i in layers))
         self.records.append(

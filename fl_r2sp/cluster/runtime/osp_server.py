@@ -124,7 +124,7 @@ class OSPServer:
 
     def start(self) -> None:
         """Start the service threads (and PS 0's GIB thread)."""
-        targets = [
+        targets: list[tuple[Callable[..., None], tuple[Any, ...], str]] = [
             (self._serve, (w, s), f"osp{self.index}-{s}-w{w}") for w in self.remote for s in STAGES
         ]
         if self.planner is not None:
@@ -250,10 +250,9 @@ class OSPServer:
         store = new_store()
         set_json(store, W.gib_key(0), {"ics": self.planner.first(), "budget": self.planner.budget})
         for j in range(self.cfg.max_iterations - 1):
-            parts = [
-                self._await_key(store, W.importance_key(s, j)) for s in range(self.cfg.servers)
-            ]
-            if any(p is None for p in parts):  # the run ended (or failed) before iteration j
+            got = [self._await_key(store, W.importance_key(s, j)) for s in range(self.cfg.servers)]
+            parts = [p for p in got if p is not None]
+            if len(parts) < len(got):  # the run ended (or failed) before iteration j
                 # completed everywhere: wake the workers waiting for the next GIB
                 set_json(store, W.gib_key(j + 1), {"ics": [], "abort": True})
                 return
