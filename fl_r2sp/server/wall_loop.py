@@ -148,7 +148,7 @@ class WallLoop(LoopBase):
         self._note_error(reply)  # before the policy re-sends: the re-send waits out the backoff
         failure = self.check_reply(reply)
         if failure is not None:
-            log.warning("client %d job %d rejected: %s", reply.cid, reply.index, failure)
+            log.warning("client %d job %d not admitted: %s", reply.cid, reply.index, failure)
         else:
             failure = self.admit_update(entry[0], reply)  # the norm bound, in arrival order
         if failure is not None:
