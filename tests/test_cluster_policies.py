@@ -60,7 +60,7 @@ def test_params_reject_bad_knobs(kwargs, words):
 def test_params_defaults_and_batch_check():
     p = SchemeParams("r2sp").validate()
     assert (p.gap_factor, p.ema_weight, p.ssp_bound, p.tuning) == (0.8, 0.1, 5, "none")
-    assert SCHEMES == ("bsp", "asp", "ssp", "r2sp", "safa")
+    assert SCHEMES == ("bsp", "asp", "ssp", "r2sp", "safa", "osp", "osp-s", "osp-c")
     for scheme in SCHEMES:
         assert make_policy(SchemeParams(scheme), 2, 4).name == scheme
     with pytest.raises(ValueError, match="batch_size"):

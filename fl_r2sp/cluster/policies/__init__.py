@@ -11,7 +11,7 @@ from fl_r2sp.cluster.policies._trace import TracedPolicy
 from fl_r2sp.cluster.policies.asp import ASPPolicy
 from fl_r2sp.cluster.policies.base import CoordinatorPolicy, Permission, PushReport
 from fl_r2sp.cluster.policies.bsp import BSPPolicy
-from fl_r2sp.cluster.policies.osp_coordinator import OSPCoordinatorPolicy
+from fl_r2sp.cluster.policies.osp_coordinator import OSP_POLICIES, OSPCoordinatorPolicy
 from fl_r2sp.cluster.policies.params import OSP_SCHEMES, SCHEMES, SchemeParams
 from fl_r2sp.cluster.policies.r2sp import R2SPPolicy
 from fl_r2sp.cluster.policies.safa import SAFAPolicy
@@ -57,7 +57,7 @@ def make_policy(params: SchemeParams, num_workers: int, batch_size: int) -> Trac
     """
     params.validate()
     if params.scheme in OSP_SCHEMES:
-        return OSPCoordinatorPolicy(num_workers, batch_size)
+        return OSP_POLICIES[params.scheme](num_workers, batch_size)
     if params.scheme == "bsp":
         return BSPPolicy(num_workers, batch_size)
     if params.scheme == "asp":

@@ -31,3 +31,21 @@ class OSPCoordinatorPolicy(ASPPolicy):
 
     name: ClassVar[str] = "osp"
     apply_mode: ClassVar[ApplyMode] = "barrier"
+
+
+class OSPSCoordinatorPolicy(OSPCoordinatorPolicy):
+    """OSP-S (standalone PS): the same decisions, named after the scheme."""
+
+    name: ClassVar[str] = "osp-s"
+
+
+class OSPCCoordinatorPolicy(OSPCoordinatorPolicy):
+    """OSP-C (PS co-located with a worker): the same decisions, named after the scheme."""
+
+    name: ClassVar[str] = "osp-c"
+
+
+#: Coordinator policy class per OSP scheme name.
+OSP_POLICIES: dict[str, type[OSPCoordinatorPolicy]] = {
+    "osp": OSPCoordinatorPolicy, "osp-s": OSPSCoordinatorPolicy, "osp-c": OSPCCoordinatorPolicy,
+}  # fmt: skip
