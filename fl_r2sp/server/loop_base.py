@@ -168,6 +168,10 @@ class LoopBase:
                 self.events.record(now, d.kind, d.fields)
                 if d.kind == "group_empty":  # reported, not silent: the order skips it now
                     log.warning("group %s has no active member left (%s)", *_of(d, "group", "why"))
+                elif d.kind == "group_pass":  # no model change: say why the version stands
+                    log.warning(
+                        "group %s passed its turn: every answer was rejected", d.fields["group"]
+                    )
                 elif d.kind == "client_rejoin" and d.fields.get("revived"):
                     log.warning("client %s taken back (group %s)", *_of(d, "cid", "group"))
             elif isinstance(d, Stop):
