@@ -53,7 +53,7 @@ from fl_r2sp.cluster.runtime.local import run_local
 SCHEMES = {"allreduce": "AR", "hierarchical": "Hier. AR", "gossip": "Gossip", "dssync": "DS-Sync"}
 WINDOW = 10
 MODEL = "mlp-wide"
-FIELDS = ("scenario", "scheme", "status", "comm_ms", "iter_s", "elapsed_s", "it_target",
+FIELDS = ("seed", "scenario", "scheme", "status", "comm_ms", "iter_s", "elapsed_s", "it_target",
           "t_target_s", "target_loss", "final_loss", "ema_acc", "avg_acc", "failed_syncs",
           "found")  # fmt: skip
 
@@ -126,39 +126,73 @@ def run_all(ns: argparse.Namespace) -> list[dict[str, Any]]:
         for scheme in schemes:
             run = run_local(config(scheme, sc_name, ns, run_dir))
             if run.summary is None:
-                rows.append({"scenario": sc_name, "scheme": scheme, "status": "no summary"})
+                rows.append({"seed": ns.seed, "scenario": sc_name, "scheme": scheme,
+                             "status": "no summary"})  # fmt: skip
                 continue
-            rows.append(row(sc_name, scheme, run.summary, target))
+            rows.append({"seed": ns.seed, **row(sc_name, scheme, run.summary, target)})
             target = rows[-1]["target_raw"] if target is None else target
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
+def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per (scenario, scheme) over the seeds, in first-seen order: means, ranges,
+    per-seed lists, and the speed-up of AR's comm time over the scheme's (mean and per seed)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("comm_ms") is not None:
+            groups.setdefault((r["scenario"], r["scheme"]), []).append(r)
+    ar = {(r["scenario"], r.get("seed")): r["comm_ms"] for r in rows
+          if r.get("scheme") == "allreduce" and r.get("comm_ms") is not None}  # fmt: skip
+    out = []
+    for (sc, scheme), rs in groups.items():
+        mean = lambda key, rs=rs: math.fsum(float(r[key]) for r in rs) / len(rs)  # noqa: E731
+        ar_mean = [ar[(sc, r.get("seed"))] for r in rs if (sc, r.get("seed")) in ar]
+        per_seed = [ar[(sc, r.get("seed"))] / r["comm_ms"] for r in rs if (sc, r.get("seed")) in ar]
+        out.append({
+            "scenario": sc, "scheme": scheme, "seeds": len(rs), "comm_ms": mean("comm_ms"),
+            "comm_lo": min(r["comm_ms"] for r in rs), "comm_hi": max(r["comm_ms"] for r in rs),
+            "iter_s": mean("iter_s"), "it_target": [r["it_target"] for r in rs],
+            "t_target_s": [r["t_target_s"] for r in rs], "final_loss": mean("final_loss"),
+            "ema_acc": mean("ema_acc"), "avg_acc": mean("avg_acc"),
+            "speedup": (math.fsum(ar_mean) / len(ar_mean)) / mean("comm_ms") if ar_mean else None,
+            "speedup_seeds": per_seed, "found": "; ".join(sorted({r["found"] for r in rs})),
+        })  # fmt: skip
+    return out
+
+
+def _list(values: list[Any]) -> str:
+    return " / ".join("-" if v is None else f"{v:g}" for v in values)
+
+
 def table_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Our rows beside the paper's CIFAR-10 rows: comm time, speed-up of AR over each scheme
-    (ours and the paper's), the twin's verdict rule on the speed-up."""
+    """Our rows (over the seeds) beside the paper's CIFAR-10 rows: comm time, speed-up of AR
+    over each scheme (ours: of the means, per-seed range; the paper's), the twin's verdict."""
     lines = [
-        "| scenario | scheme | comm ms | paper ms (CIFAR-10) | s/iter | iters to target | "
-        "s to target | final loss | EMA acc | avg acc | AR/scheme comm | paper | verdict |",
+        "| scenario | scheme | comm ms, mean (range) | paper ms (CIFAR-10) | s/iter | "
+        "iters to target, per seed | s to target, per seed | final loss | EMA acc | avg acc | "
+        "AR/scheme comm (per seed) | paper | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    ar = {r["scenario"]: r for r in rows if r.get("scheme") == "allreduce"}
-    for r in rows:
-        if r.get("comm_ms") is None or r["scenario"] not in ar:
-            lines.append(f"| {r['scenario']} | {r['scheme']} | {r['status']} |")
-            continue
-        paper = PAPER[(r["scenario"], "Cifar10")]
-        k = METHODS.index(SCHEMES[r["scheme"].removesuffix("-static")])
-        ours_su = ar[r["scenario"]]["comm_ms"] / r["comm_ms"]
+    for a in aggregate(rows):
+        paper = PAPER[(a["scenario"], "Cifar10")]
+        k = METHODS.index(SCHEMES[a["scheme"].removesuffix("-static")])
+        su = a["speedup"]
         paper_su = paper[0] / paper[k]
-        cells = [r["scenario"], r["scheme"], f"{r['comm_ms']:.1f}", f"{paper[k]:.1f}",
-                 f"{r['iter_s']:.3f}", str(r["it_target"]), str(r["t_target_s"]),
-                 f"{r['final_loss']:.3f}", str(r["ema_acc"]), str(r["avg_acc"]),
-                 f"{ours_su:.2f}x", f"{paper_su:.2f}x"]  # fmt: skip
-        cells.append(verdict(ours_su, paper_su, True) if r["scheme"] != "allreduce" else "")
+        spread = ", ".join(f"{x:.2f}" for x in a["speedup_seeds"])
+        cells = [a["scenario"], a["scheme"],
+                 f"{a['comm_ms']:.1f} ({a['comm_lo']:.1f}-{a['comm_hi']:.1f})", f"{paper[k]:.1f}",
+                 f"{a['iter_s']:.3f}", _list(a["it_target"]), _list(a["t_target_s"]),
+                 f"{a['final_loss']:.3f}", f"{a['ema_acc']:.3f}", f"{a['avg_acc']:.3f}",
+                 "n/a" if su is None else f"{su:.2f}x ({spread})", f"{paper_su:.2f}x"]  # fmt: skip
+        ok = su is not None and a["scheme"] != "allreduce"
+        cells.append(verdict(su, paper_su, True) if ok else "")
         lines.append("| " + " | ".join(cells) + " |")
-    found = [f"{r['scenario']} {r['scheme']}: {r['found']}" for r in rows if r.get("found")]
-    return [*lines, "", "DS-Sync's last regroup decision: " + "; ".join(found) + "."]
+    bad = [f"{r['scenario']} {r['scheme']} seed {r.get('seed')}: {r['status']}" for r in rows
+           if r.get("comm_ms") is None]  # fmt: skip
+    found = [f"{a['scenario']} {a['scheme']}: {a['found']}" for a in aggregate(rows) if a["found"]]
+    lines += ["", "DS-Sync's last regroup decision: " + "; ".join(found) + "."]
+    return lines + (["", "Runs without a summary: " + "; ".join(bad) + "."] if bad else [])
 
 
 def scale_line(args: dict[str, Any]) -> str:
@@ -166,19 +200,20 @@ def scale_line(args: dict[str, Any]) -> str:
     from fl_r2sp.cluster.models import build_model, param_count
 
     n = param_count(build_model(MODEL))
+    seeds = ", ".join(str(x) for x in args.get("seeds", [args["seed"]]))
     return (f"{args['workers']} worker processes on one machine in two racks, {MODEL} "
             f"({n / 1e6:.2f} M parameters, {4 * n / 1e6:.1f} MB) on the synthetic set, "
             f"{args['iterations']} iterations, every link {args['link_rate']:g} MB/s nominal "
             f"(contended: half), DS-Sync regroup period {args['period']}, EMA factor "
-            f"{args['ema_factor']}, seed {args['seed']}")  # fmt: skip
+            f"{args['ema_factor']}, seeds {seeds}")  # fmt: skip
 
 
-def report(rows: list[dict[str, Any]], ns: argparse.Namespace) -> str:
+def report(rows: list[dict[str, Any]], args: dict[str, Any]) -> str:
     """REPORT.md: scale, then :func:`table_lines`."""
     lines = [
         "# DS-Sync and baselines, real CPU runs in emulated S1-S3",
         "",
-        f"Scale: {scale_line(vars(ns))}. Paper: 8 V100 workers, 20 Gb/s links, "
+        f"Scale: {scale_line(args)}. Paper: 8 V100 workers, 20 Gb/s links, "
         "WideResNet-28-10 (36.5 M parameters) on CIFAR-10 (Tables III-V). Command: `python -m "
         "experiments.dssync_real` (module docstring: metrics, target).",
         "",
@@ -200,18 +235,26 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run-dir", default="")
     parser.add_argument("--out", default="experiments/report/dssync_real")
+    parser.add_argument("--append", action="store_true",
+                        help="keep the other seeds' rows of <out>/results.json")  # fmt: skip
     ns = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    rows = run_all(ns)
     out = Path(ns.out)
+    old: list[dict[str, Any]] = []
+    if ns.append and (out / "results.json").exists():  # keep the other seeds' published rows
+        old = [{"seed": 0, **r} for r in json.loads((out / "results.json").read_text())["rows"]]
+    rows = run_all(ns)
+    seeds = sorted({ns.seed, *(r.get("seed", 0) for r in old)})
+    rows = [r for r in old if r.get("seed", 0) != ns.seed] + rows
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    (out / "results.json").write_text(json.dumps({"args": vars(ns), "rows": rows}, indent=2))
-    (out / "REPORT.md").write_text(report(rows, ns))
-    print(report(rows, ns))
+    args = {**vars(ns), "seeds": seeds}
+    (out / "results.json").write_text(json.dumps({"args": args, "rows": rows}, indent=2))
+    (out / "REPORT.md").write_text(report(rows, args))
+    print(report(rows, args))
 
 
 if __name__ == "__main__":

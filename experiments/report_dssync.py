@@ -80,9 +80,11 @@ def dssync_lines(root: Path) -> list[str]:
     return [
         "## Cluster mode: DS-Sync against all-reduce, hierarchical all-reduce and gossip",
         "",
-        f"Verdict rule (DS-Sync's speed-up over a baseline, ours against the paper's): "
-        f"*reproduced* when ours / paper lies in [{lo:g}, {hi:g}], *same direction* when both "
-        "are on the same side of one, else *differs*. The paper's rows are its CIFAR-10 rows.",
+        f"Verdict rule, on a ratio of communication times (the twin's table: a baseline's over "
+        "DS-Sync's; the real table: all-reduce's over each scheme's), ours against the "
+        f"paper's: *reproduced* when ours / paper lies in [{lo:g}, {hi:g}], *same direction* "
+        "when both are on the same side of one, else *differs*. The paper's rows are its "
+        "CIFAR-10 rows.",
         "",
         *twin_lines(),
         *real_lines(root),
