@@ -173,9 +173,11 @@ class Verdict:
         Median group round time (release to collection).
     stalled : list of (float, float)
         (time, gap) of every gap longer than 2x ``median_round``.
-    rejoins : list of (int, float, bool)
-        (partition, time re-attached, answered a job within its group's next two
-        applications); the last is True too when the run ended before two more.
+    rejoins : list of (int, float, bool or None)
+        (partition, time re-attached, whether it answered a job sent after the
+        re-attachment by its group's second application after it, or by the end of
+        the run if fewer followed); None: fewer followed and no answer came (the
+        run ended too soon to tell).
     """
 
     summary: dict[str, Any]
@@ -192,7 +194,7 @@ class Verdict:
             self.summary.get("status") == "completed"
             and len(self.gaps) >= 2
             and not self.stalled
-            and all(done for _, _, done in self.rejoins)
+            and all(done is not False for _, _, done in self.rejoins)
         )
 
 
@@ -223,7 +225,7 @@ def _rejoins(records: list[dict[str, Any]], jobs: list[dict[str, str]]) -> list[
             a["t"] for a in records if a["kind"] == "group_apply" and a["group"] == row["group"]
         )
         later = [a for a in later if a > t]
-        end = later[1] if len(later) >= 2 else float("inf")  # the run ended first: no verdict
+        end = later[1] if len(later) >= 2 else float("inf")  # else: by the end of the run
         answered = any(
             int(j["cid"]) == cid
             and j.get("dispatch")
@@ -232,7 +234,7 @@ def _rejoins(records: list[dict[str, Any]], jobs: list[dict[str, str]]) -> list[
             and float(j["push_end"]) <= end
             for j in jobs
         )
-        out.append((cid, t, answered or end == float("inf")))
+        out.append((cid, t, True if answered else (False if len(later) >= 2 else None)))
     return out
 
 
@@ -261,8 +263,12 @@ def report(run_dir: Path) -> int:
         f"stalled (gap > 2x median round time): {len(v.stalled)} "
         f"{[(round(a, 1), round(g, 1)) for a, g in v.stalled]}"
     )
-    late = [(c, round(t, 1)) for c, t, done in v.rejoins if not done]
-    print(f"  re-attached: {len(v.rejoins)}; without work within 2 group rounds: {late}")
+    late = [(c, round(t, 1)) for c, t, done in v.rejoins if done is False]
+    open_ = [(c, round(t, 1)) for c, t, done in v.rejoins if done is None]
+    print(
+        f"  re-attached: {len(v.rejoins)}; without work within 2 group rounds: {late}; "
+        f"run ended too soon to tell: {open_}"
+    )
     return 0 if v.ok else 1
 
 

@@ -6,7 +6,9 @@ Folder: group round times 2, 2, 2 (median 2, so a gap > 4 s is stalled); global 
 applications are at 4 and 6, and it answered a job sent at 3.0 at 5.5 (in time). Partition 3
 (group 1) re-attached at 3.5: group 1's next two are at 5 and 7; its job came back at 8.0
 (late). Partition 1 (group 1) re-attached at 6.5: only one more group-1 application
-follows, so there is no verdict (counted as in time).
+follows and no answer came, so there is no verdict (None, not a failure); partition 0
+(group 0) re-attached at 6.2: one more group-0 application follows and it answered at 11,
+before the run ended (in time).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def write_folder(root: Path, status: str = "completed") -> Path:
     rows += [{"kind": "group_apply", "t": float(t), "group": g} for t, g in applies]
     rows += [
         {"kind": "client_rejoin", "t": t, "cid": c, "group": g, "revived": True}
-        for t, c, g in ((2.5, 2, 0), (3.5, 3, 1), (6.5, 1, 1))
+        for t, c, g in ((2.5, 2, 0), (3.5, 3, 1), (6.5, 1, 1), (6.2, 0, 0))
     ]
     (folder / "records.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     with open(folder / "jobs.csv", "w", newline="") as fh:
@@ -49,6 +51,7 @@ def write_folder(root: Path, status: str = "completed") -> Path:
         out.writerow({"cid": 2, "job": 4, "dispatch": 3.0, "push_end": 5.5})
         out.writerow({"cid": 3, "job": 4, "dispatch": 4.0, "push_end": 8.0})
         out.writerow({"cid": 3, "job": 3, "dispatch": 1.0, "push_end": ""})  # lost, no reply
+        out.writerow({"cid": 0, "job": 5, "dispatch": 6.3, "push_end": 11.0})
     return folder
 
 
@@ -58,7 +61,7 @@ def test_gaps_stalls_and_rejoins_are_read_from_the_folder(tmp_path: Path) -> Non
     v = chaos.analyse(tmp_path)
     assert v.gaps == [2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0] and v.median_round == 2.0
     assert v.stalled == [(12.0, 5.0)]
-    assert v.rejoins == [(2, 2.5, True), (3, 3.5, False), (1, 6.5, True)]
+    assert v.rejoins == [(2, 2.5, True), (3, 3.5, False), (1, 6.5, None), (0, 6.2, True)]
     assert not v.ok
     assert chaos.report(tmp_path) == 1
 
