@@ -20,7 +20,7 @@ compute until the next iteration may start: GIB wait + RS + ICS wait for OSP, pu
 permission wait for the baselines), compute time (worker 0's separately: OSP-C's overhead),
 iterations and time to the loss target, final loss and test accuracy (512 test examples).
 
-    python -m experiments.osp_real                  # seed 0, ~6 min on 2 shared cores
+    python -m experiments.osp_real                  # seed 0: 5 runs, 3-12 min on 2 shared cores
     python -m experiments.osp_real --seeds 0,1 --publish experiments/report
 
 Runs are cached by configuration under ``<out>/osp_real/_runs``; the item writes
@@ -53,6 +53,8 @@ BANDWIDTH_MB_S = 15.0
 EPOCH_ITERATIONS = 5
 #: Accuracy tolerance of "without accuracy loss" on 512 test examples (one example = 0.002).
 ACCURACY_SLACK = 0.02
+#: BSP's test accuracy below which the accuracy claim is n/a (10 classes: chance is 0.1).
+LEARNED = 0.2
 
 
 def config(label: str, seed: int) -> ClusterConfig:
@@ -92,8 +94,10 @@ def _row_means(record: dict[str, Any]) -> dict[str, Any]:
 
 def run(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
     """Run (or load) every label and seed; write the item's files; return its summary."""
+    # Odd seeds run the labels in reverse order: the shared machine's load drifts over a
+    # session, and reversing spreads that drift over both ends of the list.
     recs = {(lab, s): cached_run(out, f"{lab}-s{s}", config(lab, s), fresh)
-            for s in seeds for lab in LABELS}  # fmt: skip
+            for s in seeds for lab in (LABELS if s % 2 == 0 else LABELS[::-1])}  # fmt: skip
     extra = {key: _row_means(rec) for key, rec in recs.items()}
     table = []
     for lab in LABELS:
@@ -110,6 +114,7 @@ def run(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
     for r in table:
         r["throughput_vs_best_baseline"] = ratio(r["throughput"], by[best]["throughput"])
         r["bst_vs_bsp"] = ratio(r["bst_s"], by["bsp"]["bst_s"])
+        r["sync_share"] = ratio(r["bst_s"], r["iteration_s"])
     osp_best = max(("osp-s", "osp-s-fixed"), key=lambda b: by[b]["throughput"])
     gain = by[osp_best]["throughput_vs_best_baseline"]
     by[osp_best].update(paper_throughput_gain=PAPER_THROUGHPUT_GAIN,
@@ -134,8 +139,9 @@ def _claims(by: dict[str, dict[str, Any]], best: str, osp_best: str,
             (by[osp_best]["throughput_vs_best_baseline"] or 0) > 1),
         "OSP shortens the batch synchronisation time against BSP": claim(
             (by[osp_best]["bst_vs_bsp"] or 2) < 1),
-        "OSP keeps BSP's test accuracy (within the slack)": "n/a" if not known else claim(
-            min(acc["osp-s"], acc["osp-s-fixed"]) >= acc["bsp"] - ACCURACY_SLACK),
+        "OSP keeps BSP's test accuracy (within the slack)": "n/a"
+        if not known or acc["bsp"] < LEARNED
+        else claim(min(acc["osp-s"], acc["osp-s-fixed"]) >= acc["bsp"] - ACCURACY_SLACK),
         "OSP-C's co-located worker computes slower than OSP-S's, within the paper's range":
             "n/a" if overhead is None else claim(lo <= overhead - 1 <= hi),
     }  # fmt: skip

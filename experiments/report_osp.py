@@ -15,8 +15,8 @@ from typing import Any
 
 COLUMNS = (
     "label", "iteration_s", "throughput", "throughput_vs_best_baseline", "bst_s", "bst_vs_bsp",
-    "compute_s", "w0_compute_s", "ics_fraction", "iterations_to_target", "time_to_target_s",
-    "reached", "final_mean_loss", "test_accuracy",
+    "sync_share", "compute_s", "w0_compute_s", "ics_fraction", "iterations_to_target",
+    "time_to_target_s", "reached", "final_mean_loss", "test_accuracy",
 )  # fmt: skip
 
 
@@ -67,8 +67,8 @@ def _reading(rows: list[dict[str, str]], best: str) -> str:
         f"times the best baseline's ({best}); paper up to {_num(osp['paper_throughput_gain'])} "
         f"({osp.get('verdict_throughput')}). Its batch synchronisation time is "
         f"{_num(osp['bst_vs_bsp'])} of BSP's, with on average "
-        f"{_num(float(osp['ics_fraction'] or 0) * 100, 0)}% of the model in ICS. OSP-C: worker "
-        f"0's compute time is {_num(float(c.get('w0_compute_overhead') or 0) * 100, 1)}% above "
+        f"{_num(float(osp['ics_fraction'] or 0) * 100, 0)}% of the model in ICS. OSP-C: the co-located "
+        f"worker's compute time is {_num(float(c.get('w0_compute_overhead') or 0) * 100, 1)}% above "
         f"OSP-S's (paper {_num(float(c.get('paper_overhead_low') or 0) * 100, 0)}–"
         f"{_num(float(c.get('paper_overhead_high') or 0) * 100, 0)}%); on this machine every "
         "rank shares the same two cores, so that difference mixes the co-located PS work with "
