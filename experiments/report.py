@@ -25,8 +25,10 @@ from pathlib import Path
 
 from experiments import paper, provenance
 from experiments.common import rekey_runs
+from experiments.conf import TRAINING
 from experiments.plots import make_plots
 from experiments.report_cluster import cluster_lines
+from experiments.report_paper import executor_lines, sec_paper_scale
 from experiments.report_tables import (
     sec_fig15,
     sec_fig16,
@@ -59,6 +61,7 @@ KEEP = {
     "fig18": ["fig18.png"],
     "c_sweep": ["c_sweep.png"],
     "outliers_scoring": ["outliers_scoring.png"],
+    "paper_scale": ["accuracy-cnn.png"],
 }
 ITEMS = (
     "table2",
@@ -71,6 +74,7 @@ ITEMS = (
     "c_sweep",
     "outliers",
     "outliers_scoring",
+    "paper_scale",
 )
 
 
@@ -87,6 +91,12 @@ SECTIONS = {
     "outliers_scoring": (
         "Outlier scoring at the paper's per-client setting: which cosine reference",
         sec_outliers_scoring,
+    ),
+    "paper_scale": (
+        "Paper-size training: Table IV's convergence and Fig. 15 ("
+        f"{TRAINING['paper']['num_partitions']} clients, tau "
+        f"{TRAINING['paper']['local_iterations']})",
+        sec_paper_scale,
     ),
 }
 
@@ -140,6 +150,8 @@ def build(out: Path, dest: Path) -> str:
     ]
     for item in ITEMS:
         lines += _item(out, keep, item, summaries)
+    # Issue 10's executor figures: parsed once from the GPU checks' logs into report/.
+    lines += executor_lines(HERE / "report")
     # The cluster items are published with their figures under report/ (committed), not cached
     # under --out: the section reads those files.
     lines += cluster_lines(HERE / "report")

@@ -300,12 +300,14 @@ def note_c_sweep(d: Summary, _: dict[str, Summary]) -> str:
 
 def _training_notes() -> dict[str, Callable[[Summary, dict[str, Summary]], str]]:
     from experiments import report_text_training as t
+    from experiments.report_text_paper import note_paper_scale
 
     return {
         "table4": t.note_table4,
         "fig15": t.note_fig15,
         "outliers": t.note_outliers,
         "outliers_scoring": t.note_outliers_scoring,
+        "paper_scale": note_paper_scale,
     }
 
 
