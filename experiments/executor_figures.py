@@ -47,7 +47,6 @@ _ROUND = re.compile(
 _LOAD = re.compile(r"^load average before: ([\d.]+), cores: (\d+)")
 #: Lines that end the timing table when no blank line does.
 _AFTER_TABLE = ("load average", "peak resident memory", "===")
-_MEMORY = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(.+?)\s+(\d+)(?:\s+(\S+))?$")
 
 
 def stages(text: str, default: str = "log") -> list[dict[str, Any]]:
@@ -123,19 +122,22 @@ def memory(lines: list[str]) -> list[dict[str, Any]]:
         start = next(i for i, line in enumerate(lines) if line.startswith("peak resident memory"))
     except StopIteration:
         return []
+    # The workers column may hold "a + b": split off the fixed columns at both ends.
+    has_device = "device" in lines[start + 1].split()
     out = []
     for line in lines[start + 3 :]:
-        m = _MEMORY.match(line.strip())
-        if m is None:
+        t = line.split()
+        if len(t) < 5 + has_device or not (t[1].isdigit() and t[2].isdigit()):
             break
+        tail = t[-2:] if has_device else [t[-1], "-"]
         out.append(
             dict(
-                executor=m[1],
-                clients=int(m[2]),
-                main_mib=float(m[3]),
-                workers=m[4],
-                total_mib=float(m[5]),
-                device_mib=None if m[6] in (None, "-") else float(m[6]),
+                executor=t[0],
+                clients=int(t[1]),
+                main_mib=float(t[2]),
+                workers=" ".join(t[3 : len(t) - 1 - has_device]),
+                total_mib=float(tail[0]),
+                device_mib=None if tail[1] == "-" else float(tail[1]),
             )
         )
     return out
