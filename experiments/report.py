@@ -27,6 +27,7 @@ from experiments import paper, provenance
 from experiments.common import rekey_runs
 from experiments.conf import TRAINING
 from experiments.plots import make_plots
+from experiments.previous_report import comparison_lines
 from experiments.report_cluster import cluster_lines
 from experiments.report_paper import executor_lines, sec_paper_scale
 from experiments.report_tables import (
@@ -121,6 +122,8 @@ def _item(out: Path, keep: Path, item: str, summaries: dict[str, dict]) -> list[
         "",
     ]
     lines += section(d) + [""]
+    previous = comparison_lines(item, d, HERE / "report")
+    lines += previous + ([""] if previous else [])
     for name in [f"{item}.csv"] + KEEP.get(item, []):
         src = out / item / ("summary.csv" if name.endswith(".csv") else name)
         if src.exists():
