@@ -63,6 +63,7 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     stop_groups,
     wait_http_ok,
 )
+from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E402
 
 #: Two always-rejected members in each default group of 4 (group 1: ids 1 and 3, a 1e30 update
 #: and num-examples = -5; group 0: ids 2 and 4, a NaN and a wrong-size vector) and an accepted
@@ -174,10 +175,10 @@ class Verdict:
     stalled : list of (float, float)
         (time, gap) of every gap longer than 2x ``median_round``.
     rejoins : list of (int, float, bool or None)
-        (partition, time re-attached, whether it answered a job sent after the
-        re-attachment by its group's second application after it, or by the end of
-        the run if fewer followed); None: fewer followed and no answer came (the
-        run ended too soon to tell).
+        (partition, time re-attached, whether a reply of it (an update, rejected or
+        not, or an error reply) came after the re-attachment and by its group's
+        second application after it, or by the end of the run if fewer followed);
+        None: fewer followed and no reply came (the run ended too soon to tell).
     """
 
     summary: dict[str, Any]
@@ -226,12 +227,13 @@ def _rejoins(records: list[dict[str, Any]], jobs: list[dict[str, str]]) -> list[
         )
         later = [a for a in later if a > t]
         end = later[1] if len(later) >= 2 else float("inf")  # else: by the end of the run
+        # A reply after the re-attachment can only come from the new node; lost jobs (offline,
+        # timed out) also get a push_end, the time they were given up.
         answered = any(
             int(j["cid"]) == cid
-            and j.get("dispatch")
-            and float(j["dispatch"]) >= t
             and j.get("push_end")
-            and float(j["push_end"]) <= end
+            and t < float(j["push_end"]) <= end
+            and not (j.get("failed") or "").startswith((OFFLINE_PREFIX, TIMEOUT_PREFIX))
             for j in jobs
         )
         out.append((cid, t, True if answered else (False if len(later) >= 2 else None)))

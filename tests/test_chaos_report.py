@@ -46,11 +46,15 @@ def write_folder(root: Path, status: str = "completed") -> Path:
     ]
     (folder / "records.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     with open(folder / "jobs.csv", "w", newline="") as fh:
-        out = csv.DictWriter(fh, ["cid", "job", "dispatch", "push_end"])
+        out = csv.DictWriter(fh, ["cid", "job", "dispatch", "push_end", "failed"])
         out.writeheader()
         out.writerow({"cid": 2, "job": 4, "dispatch": 3.0, "push_end": 5.5})
         out.writerow({"cid": 3, "job": 4, "dispatch": 4.0, "push_end": 8.0})
         out.writerow({"cid": 3, "job": 3, "dispatch": 1.0, "push_end": ""})  # lost, no reply
+        # Given up as offline after the rejoin: not an answer.
+        out.writerow(
+            {"cid": 1, "job": 2, "dispatch": 6.0, "push_end": 6.6, "failed": "node offline"}
+        )
         out.writerow({"cid": 0, "job": 5, "dispatch": 6.3, "push_end": 11.0})
     return folder
 

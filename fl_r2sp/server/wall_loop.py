@@ -108,7 +108,8 @@ class WallLoop(LoopBase):
         for cid in take() if take is not None else []:
             log.info("client %d re-attached to a new node", cid)
             self.errors.pop(cid, None)
-            self.execute(self.clock.now(), self.policy.on_rejoin(self.clock.now(), cid))
+            now = self.clock.now()  # one reading: the rejoin row and its job share a time
+            self.execute(now, self.policy.on_rejoin(now, cid))
 
     def _note_error(self, reply: Reply) -> None:
         """Count consecutive error replies; back off the client's next job (a passing error)."""
