@@ -100,7 +100,7 @@ def filter_loss(table: list[dict]) -> list[dict]:
 
 def main(argv=None) -> None:
     args = parse_args("fig15", __doc__, argv)
-    rows = []
+    rows, missing = [], []
     for model in models(args, "training"):
         histories: dict[str, list[list[dict]]] = {}
         for seed in args.seeds:
@@ -108,6 +108,7 @@ def main(argv=None) -> None:
             for name in sorted(SCHEMES, key=lambda n: n in ("bsp", "fl-r2sp")):
                 rec = scheme_run(args, seed, model, name)
                 if rec is None:  # not cached under --skip-training
+                    missing.append(dict(model=model, scheme=name, seed=seed))
                     continue
                 rows.append(
                     dict(
@@ -121,7 +122,7 @@ def main(argv=None) -> None:
         if histories:  # empty when --skip-training found nothing cached
             plot(args, model, {k: histories[k] for k in SCHEMES if k in histories})
     table = aggregate(rows, ("model", "scheme"), METRICS)
-    finish(args, rows, table, {"filter_loss": filter_loss(table)})
+    finish(args, rows, table, {"filter_loss": filter_loss(table), "missing": missing})
 
 
 if __name__ == "__main__":

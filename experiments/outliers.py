@@ -83,7 +83,7 @@ def row(model: str, case: str, seed: int, summary: dict, n: int) -> dict:
 def main(argv=None) -> None:
     args = parse_args("outliers", __doc__, argv)
     n = scale_settings("training", args.scale)["num_partitions"]
-    rows = []
+    rows, missing = [], []
     for model in models(args, "training")[:1]:  # the first model only: the filter is model-agnostic
         for seed in args.seeds:
             # Own runs first: the shared Fig. 15 runs are likely cached by then.
@@ -92,12 +92,13 @@ def main(argv=None) -> None:
             }
             runs.update({s: scheme_run(args, seed, model, s) for s in ("fl-r2sp", "bsp")})
             # None: not cached under --skip-training.
+            missing += [dict(model=model, case=c, seed=seed) for c, rec in runs.items() if not rec]
             rows += [
                 {**row(model, case, seed, rec["summary"], n), **cosine_diagnostic(args, rec)}
                 for case, rec in runs.items()
                 if rec
             ]
-    finish(args, rows, aggregate(rows, ("model", "case"), METRICS))
+    finish(args, rows, aggregate(rows, ("model", "case"), METRICS), {"missing": missing})
 
 
 if __name__ == "__main__":

@@ -181,6 +181,8 @@ def main(argv=None) -> None:
                     mode=mode,
                     seed=seed,
                     run_seconds=rec.get("run_seconds"),
+                    executor=rec["config"].get("executor", "serial"),
+                    compute_device=rec["config"].get("compute-device", "auto"),
                     jobs=len(load_jobs(args, rec)),
                     scores=len(scores),
                 )

@@ -122,6 +122,7 @@ def _item(out: Path, keep: Path, item: str, summaries: dict[str, dict]) -> list[
         "",
     ]
     lines += section(d) + [""]
+    lines += missing_lines(item, d)
     previous = comparison_lines(item, d, HERE / "report")
     lines += previous + ([""] if previous else [])
     for name in [f"{item}.csv"] + KEEP.get(item, []):
@@ -134,7 +135,22 @@ def _item(out: Path, keep: Path, item: str, summaries: dict[str, dict]) -> list[
     return lines + ([note(d, summaries), ""] if note else [])
 
 
-def build(out: Path, dest: Path) -> str:
+def missing_lines(item: str, d: dict) -> list[str]:
+    """The runs an item left out because they were not cached (``--skip-training``), with the
+    command that computes them (items other than ``paper_scale``, which lists its own)."""
+    miss = d.get("missing") or []
+    if not miss or item == "paper_scale":
+        return []
+    what = ", ".join(f"{m.get('scheme') or m.get('case')} seed {m['seed']}" for m in miss)
+    seeds = ",".join(dict.fromkeys(str(m["seed"]) for m in miss))
+    return [
+        f"Not cached, left out ({len(miss)} runs: {what}); computed by "
+        f"`OMP_NUM_THREADS=1 python -m experiments.{item} --scale {d['scale']} --seeds {seeds}`.",
+        "",
+    ]
+
+
+def build(out: Path, dest: Path, reuse: str | None = None) -> str:
     """Write the summary plots, copy kept files to ``dest/report`` and return the Markdown."""
     rekey_runs(out)  # no-op unless caches predate a change of the key scheme
     make_plots(out)
@@ -149,7 +165,7 @@ def build(out: Path, dest: Path) -> str:
         "(`<item>/summary.json`), the scale settings and the paper's numbers "
         "(`experiments/paper.py`).",
         "",
-        *scale_text(provenance.code_version(), provenance.reuse_mode()),
+        *scale_text(provenance.code_version(), provenance.reuse_mode(reuse)),
     ]
     for item in ITEMS:
         lines += _item(out, keep, item, summaries)
@@ -167,9 +183,16 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--dest", default=str(HERE), help="folder of REPORT.md (default: experiments/)"
     )
+    parser.add_argument(
+        "--reuse-runs",
+        choices=provenance.REUSE_MODES,
+        default=None,
+        help="the reuse mode the item summaries were made with (printed; default: "
+        f"${provenance.REUSE_ENV} or current)",
+    )
     ns = parser.parse_args(argv)
     dest = Path(ns.dest)
-    text = build(Path(ns.out), dest)
+    text = build(Path(ns.out), dest, ns.reuse_runs)
     (dest / "REPORT.md").write_text(text)
     print(f"wrote {dest / 'REPORT.md'}")
 

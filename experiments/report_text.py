@@ -101,6 +101,12 @@ def scale_text(code: str, reuse: str) -> list[str]:
         f"others {tr['alpha']}; models trained: {', '.join(tr['models'])} (the others are not "
         "trained at this scale). Stagnation: no gain above "
         f"{tr['convergence_tol']} for {tr['convergence_window']} evaluations.",
+        "- Training items at the paper's size (`paper_scale`, `outliers_scoring`; computed "
+        "where a GPU or enough CPU time was available, from the run cache): "
+        + _settings_line("at most", pap)
+        + f", the full train split, batch {pap['batch_size']}, lr {pap['lr']}; stagnation: no "
+        f"gain above {pap['convergence_tol']} for {pap['convergence_window']} evaluations. Each "
+        "of their sections says how and where its runs were computed.",
         "",
         *verdict_rules(),
         "",

@@ -182,6 +182,12 @@ def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
         )
     costs = [c["run_seconds"] for c in d.get("cost", []) if c.get("run_seconds")]
     jobs = [c["jobs"] for c in d.get("cost", []) if c.get("jobs")]
+    how = ", ".join(
+        dict.fromkeys(
+            f"executor `{c.get('executor', 'serial')}` on `{c.get('compute_device', 'auto')}`"
+            for c in d.get("cost", [])
+        )
+    )
     return (
         "**Reading.** The paper's description of its partition: "
         + "; ".join(shares)
@@ -196,5 +202,5 @@ def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
         "that reference's filter on up to its first blacklisting, after which a real run "
         "trains on fewer clients. Cost: "
         + (f"{span(costs, 0, ' s')} wall per run ({span(jobs, 0, ' jobs')})" if costs else "n/a")
-        + " on this machine's CPUs, serial executor."
+        + f", computed with {how or 'n/a'} (the runs' records)."
     )
