@@ -13,6 +13,8 @@ Per run, from the run directory (computed, nothing typed in):
 
 * ``comm_ms``: mean synchronisation time of a worker iteration (the paper's "comm. time":
   from the first call to all transfers done, waiting for group members included);
+* ``comm_first_ms`` / ``comm_rest_ms``: the same over the first regroup period (DS-Sync's
+  static pattern) and over the rest (after its first regroup);
 * ``iter_s``: wall time per iteration (elapsed / iterations);
 * ``it_target`` / ``t_target_s``: the first iteration (and the mean wall time the workers
   finished it) at which the 10-iteration trailing mean of the workers' mean training loss is
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -45,7 +48,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from experiments.dssync_twin import METHODS, PAPER, verdict
+from experiments.dssync_twin import METHODS, PAPER, twin_times, verdict
+from experiments.dssync_twin import scenario as twin_scenario
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.dssync_regroup import DSSyncParams
 from fl_r2sp.cluster.runtime.dssync_config import DSSyncRunConfig, scenario
@@ -55,7 +59,8 @@ from fl_r2sp.cluster.runtime.local import run_local
 SCHEMES = {"allreduce": "AR", "hierarchical": "Hier. AR", "gossip": "Gossip", "dssync": "DS-Sync"}
 WINDOW = 10
 MODEL = "mlp-wide"
-FIELDS = ("seed", "scenario", "scheme", "status", "comm_ms", "iter_s", "elapsed_s", "it_target",
+FIELDS = ("seed", "scenario", "scheme", "status", "comm_ms", "comm_first_ms", "comm_rest_ms",
+          "iter_s", "elapsed_s", "it_target",
           "t_target_s", "target_loss", "final_loss", "ema_acc", "avg_acc", "failed_syncs",
           "found")  # fmt: skip
 
@@ -94,9 +99,22 @@ def loss_curve(run_dir: Path) -> list[tuple[int, float, float]]:
     return out
 
 
+def period_comm(run_dir: Path, period: int) -> tuple[float, float]:
+    """Mean synchronisation time (ms) of the first regroup period and of the rest."""
+    with open(run_dir / "workers.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["ok"] == "True"]
+    first = [float(r["push_s"]) for r in rows if int(r["iteration"]) < period]
+    rest = [float(r["push_s"]) for r in rows if int(r["iteration"]) >= period]
+    mean = lambda v: 1e3 * math.fsum(v) / len(v) if v else math.nan  # noqa: E731
+    return mean(first), mean(rest)
+
+
 def row(sc_name: str, scheme: str, summary: dict[str, Any], target: float) -> dict[str, Any]:
     """One result row (module docstring)."""
-    curve = loss_curve(Path(summary["run_dir"]))
+    run_dir = Path(summary["run_dir"])
+    curve = loss_curve(run_dir)
+    period = int(json.loads((run_dir / "config.json").read_text())["params"]["period"])
+    first, rest = period_comm(run_dir, period)
     hit = next(((k, t) for k, m, t in curve if m <= target), None)
     t0 = float(summary.get("t_started") or 0.0)
     last = summary.get("last_boundary") or {}
@@ -104,7 +122,8 @@ def row(sc_name: str, scheme: str, summary: dict[str, Any], target: float) -> di
     r3 = lambda v: None if v is None else round(float(v), 3)  # noqa: E731
     return {
         "scenario": sc_name, "scheme": scheme, "status": summary["status"],
-        "comm_ms": r3(summary["comm_ms_mean"]),
+        "comm_ms": r3(summary["comm_ms_mean"]), "comm_first_ms": r3(first),
+        "comm_rest_ms": r3(rest),
         "iter_s": r3(summary["elapsed_s"] / max(1, curve[-1][0] + 1)),
         "elapsed_s": r3(summary["elapsed_s"]), "it_target": hit[0] if hit else None,
         "t_target_s": r3(hit[1] - t0) if hit else None, "target_loss": r3(target),
@@ -165,6 +184,26 @@ def rescore(root: Path, ns: argparse.Namespace) -> list[Run]:
     return runs
 
 
+def twin_ms(args: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """The flow-level twin's comm time (ms) per (scenario, method) at this run's scale: the
+    twin's "one-path" scenarios (uplink = one NIC's rate, as here) with this model's bytes
+    (key "static": DS-Sync's static pattern before regrouping),
+    times scaled from its 20 Gb/s links to ``link_rate`` MB/s, per-flow latency set to 0 (it
+    would scale too). The network alone: no CPU cost, no gloo latency."""
+    from fl_r2sp.cluster.models import build_model, param_count
+    from fl_r2sp.cluster.sim.dssync_sim import GBPS, dssync_time
+
+    nbytes = 4.0 * param_count(build_model(MODEL))
+    out = {}
+    for sc in ("S1", "S2", "S3"):
+        rn = dataclasses.replace(twin_scenario(sc, "one-path"), alpha_s=0.0)
+        scale = rn.nic_gbps * GBPS / (float(args["link_rate"]) * 1e6)
+        times, _ = twin_times(rn, nbytes)
+        out.update({(sc, m): t * scale for m, t in zip(METHODS, times, strict=True)})
+        out[(sc, "static")] = 1e3 * dssync_time(rn, nbytes).init_s * scale
+    return out
+
+
 def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per (scenario, scheme) over the seeds, in first-seen order: means, ranges,
     per-seed lists, and the speed-up of AR's comm time over the scheme's (mean and per seed)."""
@@ -183,6 +222,7 @@ def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "scenario": sc, "scheme": scheme, "seeds": len(rs), "comm_ms": mean("comm_ms"),
             "comm_lo": min(r["comm_ms"] for r in rs), "comm_hi": max(r["comm_ms"] for r in rs),
             "iter_s": mean("iter_s"), "it_target": [r["it_target"] for r in rs],
+            "comm_first_ms": mean("comm_first_ms"), "comm_rest_ms": mean("comm_rest_ms"),
             "t_target_s": [r["t_target_s"] for r in rs], "final_loss": mean("final_loss"),
             "ema_acc": mean("ema_acc"), "avg_acc": mean("avg_acc"),
             "speedup": (math.fsum(ar_mean) / len(ar_mean)) / mean("comm_ms") if ar_mean else None,
@@ -195,23 +235,29 @@ def _list(values: list[Any]) -> str:
     return " / ".join("-" if v is None else f"{v:g}" for v in values)
 
 
-def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+def table_lines(rows: list[dict[str, Any]], args: dict[str, Any]) -> list[str]:
     """Our rows (over the seeds) beside the paper's CIFAR-10 rows: comm time, speed-up of AR
     over each scheme (ours: of the means, per-seed range; the paper's), the twin's verdict."""
     lines = [
-        "| scenario | scheme | comm ms, mean (range) | paper ms (CIFAR-10) | s/iter | "
+        "| scenario | scheme | comm ms, mean (range) | first period / rest | twin ms, this scale "
+        "| paper ms (CIFAR-10) | "
+        "s/iter | "
         "iters to target, per seed | s to target, per seed | final loss | EMA acc | avg acc | "
         "AR/scheme comm (per seed) | paper | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    twin = twin_ms(args)
     for a in aggregate(rows):
         paper = PAPER[(a["scenario"], "Cifar10")]
         k = METHODS.index(SCHEMES[a["scheme"].removesuffix("-static")])
         su = a["speedup"]
+        method = "static" if a["scheme"].endswith("-static") else METHODS[k]
         paper_su = paper[0] / paper[k]
         spread = ", ".join(f"{x:.2f}" for x in a["speedup_seeds"])
         cells = [a["scenario"], a["scheme"],
-                 f"{a['comm_ms']:.1f} ({a['comm_lo']:.1f}-{a['comm_hi']:.1f})", f"{paper[k]:.1f}",
+                 f"{a['comm_ms']:.1f} ({a['comm_lo']:.1f}-{a['comm_hi']:.1f})",
+                 f"{a['comm_first_ms']:.1f} / {a['comm_rest_ms']:.1f}",
+                 f"{twin[(a['scenario'], method)]:.1f}", f"{paper[k]:.1f}",
                  f"{a['iter_s']:.3f}", _list(a["it_target"]), _list(a["t_target_s"]),
                  f"{a['final_loss']:.3f}", f"{a['ema_acc']:.3f}", f"{a['avg_acc']:.3f}",
                  "n/a" if su is None else f"{su:.2f}x ({spread})", f"{paper_su:.2f}x"]  # fmt: skip
@@ -247,7 +293,7 @@ def report(rows: list[dict[str, Any]], args: dict[str, Any]) -> str:
         "WideResNet-28-10 (36.5 M parameters) on CIFAR-10 (Tables III-V). Command: `python -m "
         "experiments.dssync_real` (module docstring: metrics, target).",
         "",
-        *table_lines(rows),
+        *table_lines(rows, args),
         "",
     ]
     return "\n".join(lines)
