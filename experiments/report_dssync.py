@@ -67,9 +67,10 @@ def real_lines(root: Path) -> list[str]:
         *lines,
         f"Scale: {scale_line(data['args'])}. Command: `python -m experiments.dssync_real` "
         "(its docstring defines every column; the loss target of a scenario is AR BSP's own "
-        "final trailing-mean training loss).",
+        "trailing-mean training loss after three quarters of its iterations; the twin column is "
+        "the network alone at this scale, so the excess over it is CPU and gloo cost).",
         "",
-        *table_lines(data["rows"]),
+        *table_lines(data["rows"], data["args"]),
         "",
     ]
 

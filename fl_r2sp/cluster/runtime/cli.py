@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.params import SCHEMES, T_MEASURES, TUNING_RULES, SchemeParams
 from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES
-from fl_r2sp.cluster.runtime import osp_cli, reduce_cli
+from fl_r2sp.cluster.runtime import dssync_cli, osp_cli, reduce_cli
 
 
 class RunConfig(Protocol):
@@ -196,6 +196,7 @@ def _describe_ps(cfg: ClusterConfig) -> str:
 FAMILIES: tuple[SchemeFamily, ...] = (
     SchemeFamily("parameter-server", SCHEMES, _ps_flags, lambda ns, b, g: b, _describe_ps),
     SchemeFamily("all-reduce family", REDUCE_SCHEMES, *reduce_cli.FAMILY_HOOKS),
+    SchemeFamily("DS-Sync family", dssync_cli.CLI_SCHEMES, *dssync_cli.FAMILY_HOOKS),
 )
 
 

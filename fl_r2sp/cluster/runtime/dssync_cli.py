@@ -111,3 +111,7 @@ def describe(cfg: DSSyncRunConfig) -> str:
     links = f"links {min(caps):g}-{max(caps):g} MB/s" if caps else "links uncapped"
     return (f"{cfg.scheme}: {b.workers} workers (no PS), racks {racks}, {links}, {b.model} on "
             f"{b.dataset}, {b.max_iterations} iterations per worker")  # fmt: skip
+
+
+#: ``(add_flags, build, describe)``: this family's row of :data:`.cli.FAMILIES`.
+FAMILY_HOOKS = (add_flags, build, describe)
