@@ -152,3 +152,16 @@ def test_cli_builds_a_scenario_and_refuses_misplaced_flags() -> None:
         _cli(["--regroup-period", "5"], "gossip")
     with pytest.raises(ValueError, match="not both"):
         _cli(["--scenario", "S1", "--link-rate", "8", "--racks", "0/1,2,3,4,5,6,7"], "dssync")
+
+
+def test_the_cluster_command_line_starts_the_dssync_family() -> None:
+    from fl_r2sp.cluster.runtime.cli import parse
+
+    cfg, _ = parse(["--scheme", "gossip", "--workers", "4", "--model", "mlp", "--dataset",
+                    "synthetic", "--scenario", "S3", "--link-rate", "10"])  # fmt: skip
+    assert isinstance(cfg, DSSyncRunConfig) and cfg.scheme == "gossip"
+    assert cfg.racks == ((0, 1), (2, 3)) and cfg.nic_mb_s == (10.0,) * 4
+    assert is_dssync_run(cfg.to_dict())
+    with pytest.raises(SystemExit) as exc:  # a parameter-server flag with a DS-Sync scheme
+        parse(["--scheme", "dssync", "--servers", "2"])
+    assert exc.value.code == 2
