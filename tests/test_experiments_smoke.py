@@ -140,6 +140,19 @@ def test_outliers_scoring_replays_every_reference(results):
     assert prov["runs"] and all(r["current"] for r in prov["runs"])
 
 
+def test_paper_scale_lists_every_uncached_run_and_trains_none(results):
+    from experiments.fig15 import SCHEMES
+
+    importlib.import_module("experiments.paper_scale").main(
+        ["--scale", "smoke", "--seeds", "0", "--out", str(results)]
+    )
+    d = summary(results, "paper_scale")
+    # The smoke cache holds no paper-size run: every (model, scheme) of seed 0 is missing.
+    assert d["scale"] == "paper" and d["runs"] == [] and d["table"] == []
+    assert len(d["missing"]) == 3 * len(SCHEMES)
+    assert all("--scale paper" in m["command"] for m in d["missing"])
+
+
 def test_c_sweep_fractions(results):
     d = summary(results, "c_sweep")
     assert sorted({r["fraction"] for r in d["table"]}) == [0.5, 0.75, 1.0]
