@@ -13,6 +13,7 @@ far worse.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -98,6 +99,28 @@ def filter_loss(table: list[dict]) -> list[dict]:
     return out
 
 
+def filter_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The filter's gain per seed with both runs cached: final accuracy with the filter minus
+    without, in points and relative to the accuracy with it (the paper's "lose around 10%")."""
+    index = {(r["model"], r["scheme"], r["seed"]): r for r in rows}
+    out = []
+    for (model, scheme, seed), on in index.items():
+        off = index.get((model, f"{scheme}-nofilter", seed))
+        if off is None or on["final_accuracy"] is None or off["final_accuracy"] is None:
+            continue
+        pts = on["final_accuracy"] - off["final_accuracy"]
+        out.append(
+            dict(
+                model=model,
+                scheme=scheme,
+                seed=seed,
+                gain_points=pts,
+                gain_relative=pts / on["final_accuracy"],
+            )
+        )
+    return out
+
+
 def main(argv=None) -> None:
     args = parse_args("fig15", __doc__, argv)
     rows, missing = [], []
@@ -122,7 +145,9 @@ def main(argv=None) -> None:
         if histories:  # empty when --skip-training found nothing cached
             plot(args, model, {k: histories[k] for k in SCHEMES if k in histories})
     table = aggregate(rows, ("model", "scheme"), METRICS)
-    finish(args, rows, table, {"filter_loss": filter_loss(table), "missing": missing})
+    pairs = aggregate(filter_pairs(rows), ("model", "scheme"), ("gain_points", "gain_relative"))
+    extra = {"filter_loss": filter_loss(table), "filter_pairs": pairs, "missing": missing}
+    finish(args, rows, table, extra)
 
 
 if __name__ == "__main__":

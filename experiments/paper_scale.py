@@ -29,7 +29,7 @@ from typing import Any
 
 from experiments.common import aggregate, finish, models, parse_args, round_units
 from experiments.fig15 import METRICS as FIG15_METRICS
-from experiments.fig15 import SCHEMES, filter_loss, plot, scheme_run
+from experiments.fig15 import SCHEMES, filter_loss, filter_pairs, plot, scheme_run
 from experiments.table4 import CONV_METRICS, conv_row
 
 METRICS = (
@@ -118,28 +118,6 @@ def conv_pairs(model: str, seed: int, recs: dict[str, dict]) -> list[dict[str, A
         pair = [recs.get(f"{s}{suffix}") for s in ("bsp", "fl-r2sp")]
         if None not in pair:
             out.append(dict(model=model, filter=flt, seed=seed, **conv_row(*pair)))
-    return out
-
-
-def filter_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The filter's gain per seed with both runs cached: final accuracy with the filter minus
-    without, in points and relative to the accuracy with it (the paper's "lose around 10%")."""
-    index = {(r["model"], r["scheme"], r["seed"]): r for r in rows}
-    out = []
-    for (model, scheme, seed), on in index.items():
-        off = index.get((model, f"{scheme}-nofilter", seed))
-        if off is None or on["final_accuracy"] is None or off["final_accuracy"] is None:
-            continue
-        pts = on["final_accuracy"] - off["final_accuracy"]
-        out.append(
-            dict(
-                model=model,
-                scheme=scheme,
-                seed=seed,
-                gain_points=pts,
-                gain_relative=pts / on["final_accuracy"],
-            )
-        )
     return out
 
 

@@ -212,6 +212,10 @@ def sec_fig15(d: dict) -> list[str]:
         for r in d["table"]
     ]
     out = table(["model", "scheme", "final acc", "best acc", "converged at (s)", "seeds"], rows)
+    if "filter_pairs" in d:  # paired by seed (newer summaries)
+        from experiments.report_paper import filter_table
+
+        return out + ["", *filter_table(d)]
     loss = [
         [
             x["model"],

@@ -64,10 +64,20 @@ def note_table4(d: Summary, _: dict[str, Summary]) -> str:
 def note_fig15(d: Summary, _: dict[str, Summary]) -> str:
     rows = d["table"]
     parts = []
-    for x in d.get("filter_loss", []):
+    for x in d.get("filter_loss", []) if "filter_pairs" not in d else []:
         verb = "costs" if x["loss_points"] < 0 else "gains"
         parts.append(
             f"{x['scheme']}: the filter {verb} {num(abs(100 * x['loss_points']), 1)} points"
+        )
+    for x in d.get("filter_pairs", []):
+        gain = mean(x, "gain_points")
+        if gain is None:
+            continue
+        parts.append(
+            f"{x['scheme']}: the filter {'costs' if gain < 0 else 'gains'} "
+            f"{num(abs(100 * gain), 1)} points ({pct(mean(x, 'gain_relative'))} of the accuracy "
+            f"with it; seeds: {x['n']}; "
+            f"{verdicts.ratio_verdict(mean(x, 'gain_relative'), paper.FIG15_FILTER_LOSS)})"
         )
     asp = mean(one(rows, scheme="asp"), "final_accuracy")
     others = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from experiments.executor_figures import parse_logs, stages
-from experiments.paper_scale import filter_pairs, missing_row, overlaps, run_row
+from experiments.fig15 import filter_pairs
+from experiments.paper_scale import missing_row, overlaps, run_row
 from experiments.report_paper import missing_lines
 
 # bench_executor's layout: a 28-wide label, right-aligned columns (widths 10, 8, 8, 8, 9 x 4).
