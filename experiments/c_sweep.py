@@ -26,7 +26,7 @@ def diff_of(c: float) -> dict:
 
 def main(argv=None) -> None:
     args = parse_args("c_sweep", __doc__, argv)
-    t_rows, a_rows = [], []
+    t_rows, a_rows, missing = [], [], []
     model = "cnn" if "cnn" in models(args, "timing") else models(args, "timing")[0]
     for c in FRACTIONS:
         for seed in args.seeds:
@@ -44,7 +44,9 @@ def main(argv=None) -> None:
     for c in sorted(FRACTIONS, key=lambda f: f == DEFAULT_C):
         for seed in args.seeds:
             rec = training(args, seed, "fl-r2sp", tmodel, **diff_of(c))
-            if rec is not None:  # None: not cached under --skip-training
+            if rec is None:  # not cached under --skip-training
+                missing.append(dict(case=f"fl-r2sp C = {c}", seed=seed))
+            else:
                 a_rows.append(
                     dict(
                         strategy="fl-r2sp",
@@ -57,7 +59,7 @@ def main(argv=None) -> None:
         args,
         t_rows + a_rows,
         aggregate(t_rows, ("strategy", "fraction"), T_METRICS),
-        {"accuracy": aggregate(a_rows, ("strategy", "fraction"), A_METRICS)},
+        {"accuracy": aggregate(a_rows, ("strategy", "fraction"), A_METRICS), "missing": missing},
     )
 
 

@@ -26,6 +26,8 @@ run c_sweep    # round time and accuracy vs C
 # The paper-setting scoring experiment (paper per-client setting at every scale but smoke;
 # about ten CPU minutes per run, six runs): uncomment to include it.
 # run outliers_scoring
+# Paper-size Table IV / Fig. 15 (tabulates cached `run_parallel` runs only; never trains).
+run paper_scale
 # Plot step and report.
 "$PY" -m experiments.plots --out "$OUT"
 "$PY" -m experiments.report --out "$OUT"
