@@ -22,14 +22,12 @@ Thread-safe (one condition). Also offers the three calls the coordinator makes o
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections.abc import Callable, Sequence
 
 import torch
 
 from fl_r2sp.cluster.runtime.osp_layout import LayerLayout, Range, add_ranges, count
-from fl_r2sp.cluster.runtime.shard import RunAborted
+from fl_r2sp.cluster.runtime.shard import ShardBase, mean_in_worker_order
 
 RS, ICS = "rs", "ics"
 STAGES = (RS, ICS)
@@ -37,7 +35,7 @@ STAGES = (RS, ICS)
 CompleteFn = Callable[[int, list[float], list[float], list[float], list[float]], None]
 
 
-class OSPShard:
+class OSPShard(ShardBase):
     """Shard ``shard`` of the parameters and its RS/ICS barriers (see the module docstring).
 
     Parameters
@@ -66,28 +64,22 @@ class OSPShard:
         workers: int,
         on_complete: CompleteFn | None = None,
     ) -> None:
-        self.params = params.detach().to(torch.float32).clone().reshape(-1)
+        # pushes: RS submissions per worker; applied: RS barriers x members; version:
+        # iterations with both stages applied; max_staleness and dropped stay 0 and empty
+        super().__init__(params, workers)
         self.shard, self.layout, self.lr = shard, layout, float(lr)
         self.offset = layout.bounds[shard][0]
         if self.params.numel() != layout.bounds[shard][1] - self.offset:
             raise ValueError(
                 f"shard {shard}: {self.params.numel()} values for bounds {layout.bounds[shard]}"
             )
-        self.live: set[int] = set(range(workers))
         self.on_complete = on_complete
-        self.pushes: list[int] = [0] * workers  # RS submissions per worker
-        self.applied = 0  # worker updates applied (RS barriers x members)
-        self.version = 0  # iterations with both stages applied
-        self.max_staleness = 0
-        self.dropped: list[tuple[int, int]] = []
-        self.aborted: str | None = None
         self._parts: dict[tuple[str, int], dict[int, torch.Tensor]] = {}
         self._ranges: dict[tuple[str, int], list[Range]] = {}
         self._means: dict[tuple[str, int], torch.Tensor] = {}
         self._grad: dict[int, torch.Tensor] = {}
         self._done: dict[int, set[str]] = {}
         self._meta: dict[int, dict[int, tuple[float, float]]] = {}
-        self._cond = threading.Condition()
 
     def submit(
         self,
@@ -134,10 +126,7 @@ class OSPShard:
         stage, j = key
         members = sorted(self.live)
         ranges = self._ranges[key]
-        total = torch.zeros(count(ranges))
-        for w in members:  # worker order: the sum does not depend on arrival order
-            total.add_(got[w])
-        mean = total / len(members)
+        mean = mean_in_worker_order(got, members)
         add_ranges(self.params, ranges, mean, -self.lr, self.offset)
         add_ranges(
             self._grad.setdefault(j, torch.zeros_like(self.params)), ranges, mean, 1.0, self.offset
@@ -179,18 +168,15 @@ class OSPShard:
             If the barrier does not complete within ``timeout_s``.
         """
         key = (stage, iteration)
-        deadline = time.monotonic() + timeout_s
         with self._cond:
-            while key not in self._means and self.aborted is None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(
-                        f"shard {self.shard}: {stage} barrier of iteration "
-                        f"{iteration} incomplete after {timeout_s:.0f}s"
-                    )
-                self._cond.wait(left)
-            if key not in self._means:
-                raise RunAborted(str(self.aborted))
+            self._wait_until(
+                lambda: key in self._means,
+                timeout_s,
+                lambda: (
+                    f"shard {self.shard}: {stage} barrier of iteration {iteration} "
+                    f"incomplete after {timeout_s:.0f}s"
+                ),
+            )
             return self._means[key]
 
     def lose(self, worker: int) -> None:
@@ -204,18 +190,6 @@ class OSPShard:
             ]
             self._cond.notify_all()
         self._fire(done)
-
-    def abort(self, reason: str) -> None:
-        """Release every waiting :meth:`await_mean` with :class:`RunAborted`."""
-        with self._cond:
-            if self.aborted is None:
-                self.aborted = reason
-            self._cond.notify_all()
-
-    def snapshot(self) -> torch.Tensor:
-        """A copy of the current parameters."""
-        with self._cond:
-            return self.params.clone()
 
     def wait_push(self, worker: int, iteration: int, timeout_s: float) -> int | None:
         """The coordinator's staleness query: 0 (RS is a barrier; the worker has pushed)."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
@@ -41,7 +42,75 @@ class RunAborted(RuntimeError):
     """The run is ending on an error; waiting pulls are released with this."""
 
 
-class ShardState:
+def mean_in_worker_order(parts: Mapping[int, torch.Tensor], members: Sequence[int]) -> torch.Tensor:
+    """The mean of ``parts[w]`` over ``members`` (non-empty), summed in ``members``' order.
+
+    Summing in a fixed order (not arrival order) makes a barrier's result reproducible bit for
+    bit. The sum starts from float32 zeros of the parts' length.
+    """
+    total = torch.zeros(parts[members[0]].numel())
+    for w in members:
+        total.add_(parts[w])
+    return total / len(members)
+
+
+class ShardBase:
+    """What every shard keeps: its parameters, the live workers, one lock and the abort reason.
+
+    Parameters
+    ----------
+    params : torch.Tensor
+        The shard's initial values (1-D float32; copied).
+    workers : int
+        Number of workers (all live at the start).
+    """
+
+    def __init__(self, params: torch.Tensor, workers: int) -> None:
+        self.params = params.detach().to(torch.float32).clone().reshape(-1)
+        self.live: set[int] = set(range(workers))
+        self.version = 0
+        self.applied = 0  # worker updates applied
+        self.pushes: list[int] = [0] * workers
+        self.max_staleness = 0
+        self.dropped: list[tuple[int, int]] = []  # (worker, iteration) refused
+        self.aborted: str | None = None
+        self._cond = threading.Condition()
+
+    def _wait_until(
+        self, ready: Callable[[], bool], timeout_s: float, describe: Callable[[], str]
+    ) -> None:
+        """Wait (the lock held) until ``ready()``.
+
+        Raises
+        ------
+        TimeoutError
+            With ``describe()`` if ``ready()`` stays false for ``timeout_s``.
+        RunAborted
+            If the run is aborted before ``ready()``.
+        """
+        deadline = time.monotonic() + timeout_s
+        while not ready() and self.aborted is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(describe())
+            self._cond.wait(left)
+        if not ready():
+            raise RunAborted(str(self.aborted))
+
+    def abort(self, reason: str) -> None:
+        """Release every waiting reader with :class:`RunAborted` (the first reason stands)."""
+        with self._cond:
+            if self.aborted is None:
+                self.aborted = reason
+            self._cond.notify_all()
+
+    def snapshot(self) -> torch.Tensor:
+        """A copy of the current parameters."""
+        with self._cond:
+            return self.params.clone()
+
+
+class ShardState(ShardBase):
     """Parameters of one shard and their update bookkeeping.
 
     Parameters
@@ -80,24 +149,18 @@ class ShardState:
             raise ValueError(f"unknown apply mode {apply_mode!r}")
         if admission and apply_mode != "immediate":
             raise ValueError("admission (held pushes) needs the immediate apply mode")
-        self.params = params.detach().to(torch.float32).clone().reshape(-1)
+        # version: barrier steps applied (stays 0 in immediate mode); pushes: received per
+        # worker; dropped: refused by the verdict
+        super().__init__(params, workers)
         self.lr, self.base_batch, self.momentum = float(lr), int(base_batch), float(momentum)
         self.apply_mode = apply_mode
         self.velocity = torch.zeros_like(self.params) if momentum > 0 else None
-        self.live: set[int] = set(range(workers))
-        self.version = 0  # barrier steps applied (stays 0 in immediate mode)
-        self.applied = 0  # worker updates applied
-        self.pushes: list[int] = [0] * workers  # pushes received per worker
         self.pull_mark: dict[int, int] = {}
         self.staleness: dict[tuple[int, int], int] = {}
         self.track_staleness = track_staleness
-        self.max_staleness = 0
         self._pending: dict[int, dict[int, torch.Tensor]] = {}  # iteration -> worker -> g
         self.admission = admission
         self._held: dict[int, tuple[int, torch.Tensor, float]] = {}  # worker -> (k, g, scale)
-        self.dropped: list[tuple[int, int]] = []  # (worker, iteration) refused by the verdict
-        self._cond = threading.Condition()
-        self.aborted: str | None = None
 
     def push(self, worker: int, iteration: int, batch_size: int, grad: torch.Tensor) -> int:
         """Take worker ``worker``'s gradient of ``iteration``; return its staleness."""
@@ -157,12 +220,8 @@ class ShardState:
         got = self._pending.get(self.version)
         if not got or not self.live or not self.live <= set(got):
             return
-        # Sum in worker order so that the result does not depend on arrival order.
         members = sorted(self.live)
-        total = torch.zeros_like(self.params)
-        for w in members:
-            total.add_(got[w])
-        self._step(total / len(members), 1.0)
+        self._step(mean_in_worker_order(got, members), 1.0)
         self.applied += len(members)
         del self._pending[self.version]
         self.version += 1
@@ -180,18 +239,18 @@ class ShardState:
         TimeoutError
             If the version is not reached within ``timeout_s``.
         """
-        deadline = time.monotonic() + timeout_s
+
+        def ready() -> bool:
+            return self.version >= min_version and worker not in self._held
+
+        def describe() -> str:
+            what = (f"the verdict on its push of iteration {self._held[worker][0]}"
+                    if worker in self._held else f"shard version {min_version}"
+                    f" (at {self.version})")  # fmt: skip
+            return f"worker {worker} waited {timeout_s:.0f}s for {what}"
+
         with self._cond:
-            while (self.version < min_version or worker in self._held) and self.aborted is None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    what = (f"the verdict on its push of iteration {self._held[worker][0]}"
-                            if worker in self._held else f"shard version {min_version}"
-                            f" (at {self.version})")  # fmt: skip
-                    raise TimeoutError(f"worker {worker} waited {timeout_s:.0f}s for {what}")
-                self._cond.wait(left)
-            if self.aborted is not None and (self.version < min_version or worker in self._held):
-                raise RunAborted(self.aborted)
+            self._wait_until(ready, timeout_s, describe)
             out.copy_(self.params)
             self.pull_mark[worker] = self.applied
             return self.version
@@ -203,18 +262,6 @@ class ShardState:
             if self.apply_mode == "barrier":
                 self._maybe_barrier()
             self._cond.notify_all()
-
-    def abort(self, reason: str) -> None:
-        """Release every waiting :meth:`read` with :class:`RunAborted`."""
-        with self._cond:
-            if self.aborted is None:
-                self.aborted = reason
-            self._cond.notify_all()
-
-    def snapshot(self) -> torch.Tensor:
-        """A copy of the current parameters."""
-        with self._cond:
-            return self.params.clone()
 
     def wait_push(self, worker: int, iteration: int, timeout_s: float) -> int | None:
         """Collect the staleness of ``worker``'s push of ``iteration`` once it has arrived.
