@@ -31,9 +31,9 @@ from fl_r2sp.cluster.runtime.context import RankContext, new_store, set_json, wa
 from fl_r2sp.cluster.runtime.osp_gib import GibPlanner
 from fl_r2sp.cluster.runtime.osp_layout import LayerLayout, count
 from fl_r2sp.cluster.runtime.osp_shard import ICS, RS, STAGES, OSPShard
-from fl_r2sp.cluster.runtime.server import _short
+from fl_r2sp.cluster.runtime.server import ShardService, _short
 from fl_r2sp.cluster.runtime.shard import RunAborted
-from fl_r2sp.cluster.runtime.throttle import MB, TokenBucket, recv_chunked, send_chunked
+from fl_r2sp.cluster.runtime.throttle import recv_chunked, send_chunked
 
 POLL_S = 0.5
 #: Poll period of PS 0's GIB thread for the shards' importance sums (seconds).
@@ -63,7 +63,7 @@ class GibCache:
             return bitmap
 
 
-class OSPServer:
+class OSPServer(ShardService[OSPShard]):
     """Shard ``ctx.rank`` under OSP and its service threads (see the module docstring).
 
     Parameters
@@ -95,27 +95,21 @@ class OSPServer:
         planner: GibPlanner | None = None,
     ) -> None:
         cfg = ctx.cfg
-        self.ctx, self.cfg, self.layout, self.index = ctx, cfg, layout, ctx.rank
-        a, b = layout.bounds[self.index]
-        self.state = OSPShard(
+        a, b = layout.bounds[ctx.rank]
+        state = OSPShard(
             init_flat[a:b],
-            self.index,
+            ctx.rank,
             layout,
             cfg.lr,
             cfg.workers,
             on_complete=self._publish_importance,
         )
-        rate = cfg.server_bandwidth_mb_s * MB
-        self.ingress = TokenBucket(rate, cfg.chunk_kb * 1024) if ctx.throttled else None
-        self.egress = TokenBucket(rate, cfg.chunk_kb * 1024) if ctx.throttled else None
-        self.remote, self.worker_rank, self.on_lost = remote_workers, worker_rank, on_lost
+        super().__init__(ctx, state, on_lost)
+        self.cfg, self.layout = cfg, layout
+        self.remote, self.worker_rank = remote_workers, worker_rank
         self.planner = planner
         self.gibs = GibCache(layout, cfg.timeout_s)
-        self.arrivals: list[tuple[int, int, float]] = []
-        self.lost: dict[int, str] = {}
         self.closing = threading.Event()
-        self.threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
         self._store = new_store()
 
     def chunk(self, n: int) -> int:
@@ -132,9 +126,7 @@ class OSPServer:
         else:  # the coordinator aborts shard 0 directly; the others learn it from the stop key
             targets.append((self._watch_stop, (), f"osp{self.index}-stop"))
         for fn, args, name in targets:
-            t = threading.Thread(target=fn, args=args, name=name, daemon=True)
-            t.start()
-            self.threads.append(t)
+            self._spawn(fn, args, name)
 
     def join(self) -> None:
         """Wait for the service threads (each ends on BYE, a failure or the PG timeout), then
@@ -144,9 +136,7 @@ class OSPServer:
         for t in [*services, helper]:
             if t is helper:
                 self.closing.set()
-            t.join(self.cfg.timeout_s + 30.0)
-            if t.is_alive():
-                raise TimeoutError(f"PS {self.index}: thread {t.name} did not end")
+            self._join(t)
 
     def handle(
         self, stage: str, w: int, j: int, payload: torch.Tensor, loss: float, compute_s: float
@@ -221,14 +211,6 @@ class OSPServer:
                 self.state.abort(str(P.loads(store.get(P.STOP_KEY)).get("error")))
                 return
 
-    def _lose(self, w: int, reason: str) -> None:
-        with self._lock:
-            first = w not in self.lost
-            self.lost.setdefault(w, reason)
-        self.state.lose(w)
-        if first and self.on_lost is not None:
-            self.on_lost(w, reason)
-
     def _publish_importance(
         self,
         j: int,
@@ -271,23 +253,6 @@ class OSPServer:
             if self.closing.wait(PLAN_POLL_S):
                 return None
         return None
-
-    def report(self) -> dict[str, Any]:
-        """End-of-run statistics of this shard (JSON-able; the keys of :mod:`.server`'s)."""
-        with self._lock:
-            arrivals = list(self.arrivals)
-        return {
-            "shard": self.index,
-            "updates_applied": self.state.applied,
-            "pushes": list(self.state.pushes),
-            "version": self.state.version,
-            "max_staleness": 0,
-            "discarded": [],
-            "lost": {str(k): v for k, v in self.lost.items()},
-            "arrivals": arrivals,
-            "ingress_wait_s": self.ingress.seconds_slept if self.ingress else 0.0,
-            "egress_wait_s": self.egress.seconds_slept if self.egress else 0.0,
-        }
 
     def summary_extra(self) -> dict[str, Any]:
         """PS 0's OSP record for the run summary: U_max and the GIB of every iteration."""

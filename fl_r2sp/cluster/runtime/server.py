@@ -28,7 +28,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -45,7 +45,96 @@ LostCallback = Callable[[int, str], None]
 KILL_SERVER_ENV = "FL_R2SP_CLUSTER_KILL_SERVER"
 
 
-class ParameterServer:
+class ShardCounters(Protocol):
+    """What :class:`ShardService` reads of a shard (:class:`ShardState`, ``OSPShard``)."""
+
+    applied: int
+    pushes: list[int]
+    version: int
+    max_staleness: int
+    dropped: list[tuple[int, int]]
+
+    def lose(self, worker: int) -> None:
+        """Drop ``worker`` from the shard's barriers."""
+
+
+S = TypeVar("S", bound=ShardCounters)
+
+
+class ShardService(Generic[S]):
+    """What every parameter-server rank keeps beside its shard: link buckets, arrivals, lost
+    workers, service threads, and the end-of-run report (:class:`ParameterServer`, OSP's
+    :class:`~fl_r2sp.cluster.runtime.osp_server.OSPServer`).
+
+    Parameters
+    ----------
+    ctx : RankContext
+        This rank's context (a parameter-server rank).
+    state : ShardCounters
+        The rank's shard.
+    on_lost : callable or None
+        ``on_lost(worker, reason)`` when a worker's transfer fails (called from a PS thread).
+    """
+
+    def __init__(self, ctx: RankContext, state: S, on_lost: LostCallback | None) -> None:
+        cfg = ctx.cfg
+        self.ctx, self.index, self.state, self.on_lost = ctx, ctx.rank, state, on_lost
+        rate = cfg.server_bandwidth_mb_s * MB
+        chunk = cfg.chunk_kb * 1024
+        self.ingress = TokenBucket(rate, chunk) if ctx.throttled else None
+        self.egress = TokenBucket(rate, chunk) if ctx.throttled else None
+        self.arrivals: list[tuple[int, int, float]] = []  # (worker, iteration, t)
+        self.lost: dict[int, str] = {}
+        self.threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def _spawn(self, target: Callable[..., None], args: tuple[Any, ...], name: str) -> None:
+        """Start a daemon service thread and keep it for :meth:`_join`."""
+        t = threading.Thread(target=target, args=args, name=name, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def _join(self, t: threading.Thread) -> None:
+        """Wait for ``t`` (each service ends on BYE, a failure or the PG timeout).
+
+        Raises
+        ------
+        TimeoutError
+            If ``t`` is still alive ``timeout_s + 30`` s later.
+        """
+        t.join(self.ctx.cfg.timeout_s + 30.0)
+        if t.is_alive():
+            raise TimeoutError(f"PS {self.index}: thread {t.name} did not end")
+
+    def _lose(self, w: int, reason: str) -> None:
+        """Drop ``w`` from the shard; report it through ``on_lost`` the first time only."""
+        with self._lock:
+            first = w not in self.lost
+            if first:
+                self.lost[w] = reason
+        self.state.lose(w)
+        if first and self.on_lost is not None:
+            self.on_lost(w, reason)
+
+    def report(self) -> dict[str, Any]:
+        """End-of-run statistics of this shard (JSON-able)."""
+        with self._lock:
+            arrivals = list(self.arrivals)
+        return {
+            "shard": self.index,
+            "updates_applied": self.state.applied,
+            "pushes": list(self.state.pushes),
+            "version": self.state.version,
+            "max_staleness": self.state.max_staleness,
+            "discarded": [list(d) for d in self.state.dropped],
+            "lost": {str(k): v for k, v in self.lost.items()},
+            "arrivals": arrivals,
+            "ingress_wait_s": self.ingress.seconds_slept if self.ingress else 0.0,
+            "egress_wait_s": self.egress.seconds_slept if self.egress else 0.0,
+        }
+
+
+class ParameterServer(ShardService[ShardState]):
     """Shard ``ctx.rank`` of the parameters and its per-worker service threads.
 
     Parameters
@@ -71,23 +160,13 @@ class ParameterServer:
         admission: bool = False,
     ) -> None:
         cfg = ctx.cfg
-        self.ctx = ctx
-        self.index = ctx.rank
-        a, b = ctx.bounds[self.index]
-        self.state = ShardState(
+        a, b = ctx.bounds[ctx.rank]
+        state = ShardState(
             init_flat[a:b], cfg.lr, cfg.batch_size, cfg.momentum, apply_mode, cfg.workers,
-            track_staleness=self.index == 0, admission=admission,
+            track_staleness=ctx.rank == 0, admission=admission,
         )  # fmt: skip
-        rate = cfg.server_bandwidth_mb_s * MB
-        chunk = cfg.chunk_kb * 1024
-        self.ingress = TokenBucket(rate, chunk) if ctx.throttled else None
-        self.egress = TokenBucket(rate, chunk) if ctx.throttled else None
+        super().__init__(ctx, state, on_lost)
         self.chunk_bytes = P.chunk_bytes_for(P.HEADER + b - a, ctx.throttled, cfg.chunk_kb)
-        self.on_lost = on_lost
-        self.arrivals: list[tuple[int, int, float]] = []  # (worker, iteration, t)
-        self.lost: dict[int, str] = {}
-        self._lock = threading.Lock()
-        self.threads: list[threading.Thread] = []
         hook = os.environ.get(KILL_SERVER_ENV, "")
         server, _, count = hook.partition(":")
         self.kill_after = int(count) if hook and int(server) == self.index else -1
@@ -96,17 +175,12 @@ class ParameterServer:
         """Start the push receiver and pull server of every worker."""
         for w in range(self.ctx.cfg.workers):
             for target, name in ((self._serve_pushes, "push"), (self._serve_pulls, "pull")):
-                t = threading.Thread(target=target, args=(w,), name=f"ps{self.index}-{name}-w{w}",
-                                     daemon=True)  # fmt: skip
-                t.start()
-                self.threads.append(t)
+                self._spawn(target, (w,), f"ps{self.index}-{name}-w{w}")
 
     def join(self) -> None:
         """Wait for every service thread (each ends on BYE, on failure or on the PG timeout)."""
         for t in self.threads:
-            t.join(self.ctx.cfg.timeout_s + 30.0)
-            if t.is_alive():
-                raise TimeoutError(f"PS {self.index}: thread {t.name} did not end")
+            self._join(t)
 
     def _serve_pushes(self, w: int) -> None:
         src = P.worker_rank(w, self.ctx.cfg.servers)
@@ -164,32 +238,6 @@ class ParameterServer:
                              chunk_bytes=self.chunk_bytes, bucket=self.egress)  # fmt: skip
         except Exception as exc:
             self._lose(w, f"pull by {self.ctx.describe(src)} failed: {_short(exc)}")
-
-    def _lose(self, w: int, reason: str) -> None:
-        with self._lock:
-            first = w not in self.lost
-            if first:
-                self.lost[w] = reason
-        self.state.lose(w)
-        if first and self.on_lost is not None:
-            self.on_lost(w, reason)
-
-    def report(self) -> dict[str, object]:
-        """End-of-run statistics of this shard (JSON-able)."""
-        with self._lock:
-            arrivals = list(self.arrivals)
-        return {
-            "shard": self.index,
-            "updates_applied": self.state.applied,
-            "pushes": list(self.state.pushes),
-            "version": self.state.version,
-            "max_staleness": self.state.max_staleness,
-            "discarded": [list(d) for d in self.state.dropped],
-            "lost": {str(k): v for k, v in self.lost.items()},
-            "arrivals": arrivals,
-            "ingress_wait_s": self.ingress.seconds_slept if self.ingress else 0.0,
-            "egress_wait_s": self.egress.seconds_slept if self.egress else 0.0,
-        }
 
 
 def _short(exc: BaseException) -> str:
