@@ -21,12 +21,8 @@ from fl_r2sp.cluster.policies.base import ApplyMode
 class OSPCoordinatorPolicy(ASPPolicy):
     """Permission for ``k + 1`` at the push of ``k``; a barrier scheme for fault handling.
 
-    Parameters
-    ----------
-    num_workers : int
-        N >= 1.
-    batch_size : int
-        Batch size of every worker (>= 1).
+    Constructed as :class:`~fl_r2sp.cluster.policies.asp.ASPPolicy` (``num_workers``,
+    ``batch_size``); every decision is ASP's, only :attr:`apply_mode` differs.
     """
 
     name: ClassVar[str] = "osp"
