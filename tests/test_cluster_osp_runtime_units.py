@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fl_r2sp.cluster.policies import SchemeParams
-from fl_r2sp.cluster.runtime.osp_gib import GibPlanner
+from fl_r2sp.cluster.runtime.osp_gib import GibPlanner, IterationSums
 from fl_r2sp.cluster.runtime.osp_layout import LayerLayout, add_ranges, gather
 from fl_r2sp.cluster.runtime.osp_shard import ICS, RS, OSPShard
 from fl_r2sp.cluster.runtime.shard import RunAborted
@@ -47,7 +47,7 @@ def test_shard_barriers_average_apply_and_report_importance() -> None:
     shard.submit(ICS, 1, 0, ics, torch.tensor([4.0]))
     assert shard.params.tolist() == [0.5, 0.0, -0.5]  # 1 - 0.5·3
     # ḡ = [1, 2, 3], P = [0.5, 0, -0.5]: I = [|1·0.5| + |2·0|, |3·-0.5|] = [0.5, 1.5]
-    assert done == [(0, [0.5, 1.5], [3.0, 3.0], [1.0, 3.0], [0.1, 0.2])]
+    assert done == [(0, IterationSums([0.5, 1.5], [3.0, 3.0], [1.0, 3.0], [0.1, 0.2]))]
     assert shard.version == 1 and shard.applied == 2
     with pytest.raises(ValueError, match="duplicate"):
         shard.submit(RS, 0, 0, rs, torch.tensor([0.0, 0.0]))
@@ -87,11 +87,12 @@ def test_planner_runs_algorithm_1_per_epoch() -> None:
     p = _planner()
     assert p.first() == [] and p.budget == 0.0  # epoch 1: S = 0
     imp = [0.0, 1.0, 2.0, 3.0]
-    assert p.next(0, imp, imp, [4.0, 4.0], [20.0, 20.0]) == []  # L = 4; still epoch 1
+    # L = 4; still epoch 1
+    assert p.next(0, IterationSums(imp, imp, [4.0, 4.0], [20.0, 20.0])) == []
     # Epoch 2 starts at iteration 2: T_C = 20 s, U_max = 1·20/2 = 10 B (cap 0.8·32 = 25.6);
     # epoch 1's mean loss = (4 + 0)/2 = 2, so S_2 = (1 - 2/4)·10 = 5 B: layer 0 (4 B) fits,
     # layer 1 would make 8 B.
-    assert p.next(1, imp, imp, [0.0, 0.0], [20.0, 20.0]) == [0]
+    assert p.next(1, IterationSums(imp, imp, [0.0, 0.0], [20.0, 20.0])) == [0]
     assert p.umax == 10.0 and p.budget == 5.0
     assert [r["iteration"] for r in p.records] == [0, 1, 2]
 
@@ -102,6 +103,6 @@ def test_planner_fixed_budget_and_the_selection_ablations() -> None:
     top = _planner(osp_budget="fixed", osp_fixed_mb=1e-5, osp_selection="topk")
     top.first()
     # Σ|g| = [5, 0, 1, 1]: layer 1 (4 B), then layer 2 (tie with 3, lower index) makes 12 B.
-    assert top.next(0, [0.0] * 4, [5.0, 0.0, 1.0, 1.0], [1.0], [1.0]) == [1]
+    assert top.next(0, IterationSums([0.0] * 4, [5.0, 0.0, 1.0, 1.0], [1.0], [1.0])) == [1]
     capped = _planner(osp_budget="fixed", osp_fixed_mb=1.0)  # capped at 25.6 B
     assert capped.first() == [0, 1, 2]  # 16 B; + 16 B would exceed the cap

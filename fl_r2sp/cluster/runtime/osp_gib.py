@@ -21,13 +21,34 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from fl_r2sp.cluster.policies.osp import select_ics_layers
 from fl_r2sp.cluster.policies.osp_budget import BudgetSchedule, u_max
 from fl_r2sp.cluster.policies.params import SchemeParams
+
+
+class IterationSums(NamedTuple):
+    """One iteration's planner input: a shard's partial sums, or PS 0's total over the shards.
+
+    Attributes
+    ----------
+    imp : list of float
+        Per layer, ``Σ|ḡ·P|`` (PGP importance, Eq. 4).
+    gabs : list of float
+        Per layer, ``Σ|ḡ|`` (the "topk" ablation's score).
+    losses : list of float
+        Per worker (in worker order), its batch loss of the iteration.
+    computes : list of float
+        Per worker (in worker order), its compute time of the iteration in seconds.
+    """
+
+    imp: list[float]
+    gabs: list[float]
+    losses: list[float]
+    computes: list[float]
 
 
 class GibPlanner:
@@ -81,23 +102,16 @@ class GibPlanner:
         zeros = [0.0] * len(self.layer_bytes)
         return self._choose(0, zeros, zeros)
 
-    def next(
-        self,
-        j: int,
-        imp: list[float],
-        gabs: list[float],
-        losses: list[float],
-        computes: list[float],
-    ) -> list[int]:
+    def next(self, j: int, sums: IterationSums) -> list[int]:
         """ICS layers of iteration ``j + 1`` from iteration ``j``'s sums over all shards."""
-        loss = _mean(losses)
+        loss = _mean(sums.losses)
         if j == 0:
             self.first_loss = loss
         self.epoch_losses.append(loss)
-        self.epoch_computes.append(_mean(computes))
+        self.epoch_computes.append(_mean(sums.computes))
         if self.p.osp_budget == "scheduled" and (j + 1) % self.epoch_iterations == 0:
             self._new_epoch((j + 1) // self.epoch_iterations + 1)
-        return self._choose(j + 1, imp, gabs)
+        return self._choose(j + 1, sums.imp, sums.gabs)
 
     def _new_epoch(self, epoch: int) -> None:
         """Algorithm 1 at the start of ``epoch`` (>= 2) from the epoch just finished."""

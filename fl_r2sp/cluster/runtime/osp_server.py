@@ -28,7 +28,7 @@ import torch.distributed as dist
 from fl_r2sp.cluster.runtime import osp_wire as W
 from fl_r2sp.cluster.runtime import protocol as P
 from fl_r2sp.cluster.runtime.context import RankContext, new_store, set_json, wait_get
-from fl_r2sp.cluster.runtime.osp_gib import GibPlanner
+from fl_r2sp.cluster.runtime.osp_gib import GibPlanner, IterationSums
 from fl_r2sp.cluster.runtime.osp_layout import LayerLayout, count
 from fl_r2sp.cluster.runtime.osp_shard import ICS, RS, STAGES, OSPShard
 from fl_r2sp.cluster.runtime.server import ShardService, _short
@@ -211,20 +211,10 @@ class OSPServer(ShardService[OSPShard]):
                 self.state.abort(str(P.loads(store.get(P.STOP_KEY)).get("error")))
                 return
 
-    def _publish_importance(
-        self,
-        j: int,
-        imp: list[float],
-        gabs: list[float],
-        losses: list[float],
-        computes: list[float],
-    ) -> None:
+    def _publish_importance(self, j: int, sums: IterationSums) -> None:
+        # keys imp, gabs, losses, computes: the fields _plan reads back
         with self._lock:
-            set_json(
-                self._store,
-                W.importance_key(self.index, j),
-                {"imp": imp, "gabs": gabs, "losses": losses, "computes": computes},
-            )
+            set_json(self._store, W.importance_key(self.index, j), sums._asdict())
 
     def _plan(self) -> None:
         """PS 0: publish the GIB of every iteration (see the module docstring)."""
@@ -240,7 +230,8 @@ class OSPServer(ShardService[OSPShard]):
                 return
             imp = [sum(v) for v in zip(*(p["imp"] for p in parts), strict=True)]
             gabs = [sum(v) for v in zip(*(p["gabs"] for p in parts), strict=True)]
-            layers = self.planner.next(j, imp, gabs, parts[0]["losses"], parts[0]["computes"])
+            sums = IterationSums(imp, gabs, parts[0]["losses"], parts[0]["computes"])
+            layers = self.planner.next(j, sums)
             set_json(store, W.gib_key(j + 1), {"ics": layers, "budget": self.planner.budget})
 
     def _await_key(self, store: Any, key: str) -> dict[str, Any] | None:

@@ -26,13 +26,14 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from fl_r2sp.cluster.runtime.osp_gib import IterationSums
 from fl_r2sp.cluster.runtime.osp_layout import LayerLayout, Range, add_ranges, count
 from fl_r2sp.cluster.runtime.shard import ShardBase, mean_in_worker_order
 
 RS, ICS = "rs", "ics"
 STAGES = (RS, ICS)
-#: ``on_complete(iteration, importance, grad_abs, losses, compute_s)`` per layer / per worker.
-CompleteFn = Callable[[int, list[float], list[float], list[float], list[float]], None]
+#: ``on_complete(iteration, sums)``: the shard's partial sums of a completed iteration.
+CompleteFn = Callable[[int, IterationSums], None]
 
 
 class OSPShard(ShardBase):
@@ -118,7 +119,7 @@ class OSPShard(ShardBase):
             self._cond.notify_all()
         self._fire(done)
 
-    def _release(self, key: tuple[str, int]) -> list[tuple]:
+    def _release(self, key: tuple[str, int]) -> list[tuple[int, IterationSums]]:
         """Apply the stage's mean if every live worker's part is in; return completions."""
         got = self._parts.get(key)
         if key in self._means or not got or not self.live or not self.live <= set(got):
@@ -147,9 +148,9 @@ class OSPShard(ShardBase):
         gabs = self.layout.shard_sums(self.shard, grad.abs())
         losses = [meta[w][0] for w in sorted(meta)]
         computes = [meta[w][1] for w in sorted(meta)]
-        return [(j, imp, gabs, losses, computes)]
+        return [(j, IterationSums(imp, gabs, losses, computes))]
 
-    def _fire(self, done: list[tuple]) -> None:
+    def _fire(self, done: list[tuple[int, IterationSums]]) -> None:
         if self.on_complete is not None:
             for item in done:
                 self.on_complete(*item)
