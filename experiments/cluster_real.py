@@ -50,9 +50,9 @@ from experiments.cluster_real_setup import (
     multipliers,
     publish,
     ratio,
+    write_item,
 )
 from experiments.cluster_twin_setup import claim, verdict
-from experiments.common import write_csv, write_json
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies import SchemeParams
 
@@ -227,26 +227,8 @@ def fig14(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
 
 def _write(out: Path, item: str, recs: Records, table: list[dict[str, Any]],
            seeds: Sequence[int], claims: dict[str, str]) -> dict[str, Any]:  # fmt: skip
-    d = out / item
-    write_csv(d / "runs.csv", _run_rows(recs))
-    write_csv(d / "summary.csv", table)
-    any_cfg = next(iter(recs.values()))["config"]
-    summary = {
-        "item": item,
-        "seeds": list(seeds),
-        "table": table,
-        "claims": claims,
-        "config": {k: v for k, v in any_cfg.items() if k not in ("scheme", "run_dir")},
-    }
-    write_json(d / "summary.json", summary)
-    write_csv(d / "claims.csv", [{"claim": k, "verdict": v} for k, v in claims.items()])
     print(f"== {item} (real runs on CPU, seeds {list(seeds)})", flush=True)
-    for row in table:
-        print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                               for k, v in row.items()), flush=True)  # fmt: skip
-    for k, v in claims.items():
-        print(f"  claim: {k}: {v}", flush=True)
-    return summary
+    return write_item(out / item, item, recs, _run_rows(recs), table, seeds, claims)
 
 
 ITEMS: dict[str, Callable[[Path, Sequence[int], bool], dict[str, Any]]] = {

@@ -38,6 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from experiments.common import write_csv, write_json
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.convergence import ConvergenceTracker
 from fl_r2sp.cluster.telemetry import read_rows
@@ -151,6 +152,44 @@ def mean(values: Sequence[float | None]) -> float | None:
     """Mean of the known values (None if none is known)."""
     xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     return sum(xs) / len(xs) if xs else None
+
+
+def write_item(
+    d: Path,
+    item: str,
+    recs: Mapping[Any, Mapping[str, Any]],
+    runs: Sequence[Mapping[str, Any]],
+    table: Sequence[Mapping[str, Any]],
+    seeds: Sequence[int],
+    claims: Mapping[str, str],
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write an item's ``runs.csv``, ``summary.csv``, ``claims.csv`` and ``summary.json`` to
+    ``d``, print its table rows and claims, and return the summary.
+
+    The summary holds ``item``, ``seeds``, ``table``, ``claims``, then ``extra``'s entries
+    (default None: none), then ``config``: the first run's configuration without its scheme
+    and run folder (every run of an item shares the rest).
+    """
+    write_csv(d / "runs.csv", runs)
+    write_csv(d / "summary.csv", table)
+    write_csv(d / "claims.csv", [{"claim": k, "verdict": v} for k, v in claims.items()])
+    any_cfg = next(iter(recs.values()))["config"]
+    summary = {
+        "item": item,
+        "seeds": list(seeds),
+        "table": table,
+        "claims": claims,
+        **(extra or {}),
+        "config": {k: v for k, v in any_cfg.items() if k not in ("scheme", "run_dir")},
+    }
+    write_json(d / "summary.json", summary)
+    for row in table:
+        print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in row.items()), flush=True)  # fmt: skip
+    for k, v in claims.items():
+        print(f"  claim: {k}: {v}", flush=True)
+    return summary
 
 
 def publish(out: Path, dest: Path, items: Sequence[str]) -> None:

@@ -36,9 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.cluster_real_setup import cached_run, mean, publish, ratio
+from experiments.cluster_real_setup import cached_run, mean, publish, ratio, write_item
 from experiments.cluster_twin_setup import BAND, claim, figure, save, verdict
-from experiments.common import write_csv, write_json
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies import SchemeParams
 
@@ -187,32 +186,12 @@ def _plot(path: Path, recs: dict[tuple[str, int], dict[str, Any]], seeds: Sequen
 def _write(out: Path, recs: dict[tuple[str, int], dict[str, Any]], extra: dict[Any, Any],
            table: list[dict[str, Any]], seeds: Sequence[int], claims: dict[str, str],
            best: str) -> dict[str, Any]:  # fmt: skip
-    d = out
     runs = [{"label": lab, "seed": s, "iteration_s": r["iteration_s"],
              "time_to_target_s": r["time_to_target_s"], "iterations_to_target":
              r["iterations_to_target"], **extra[(lab, s)], "status": r["summary"]["status"],
              "wall_s": r["wall_s"]} for (lab, s), r in sorted(recs.items())]  # fmt: skip
-    write_csv(d / "runs.csv", runs)
-    write_csv(d / "summary.csv", table)
-    write_csv(d / "claims.csv", [{"claim": k, "verdict": v} for k, v in claims.items()])
-    cfg = {k: v for k, v in next(iter(recs.values()))["config"].items()
-           if k not in ("scheme", "run_dir")}  # fmt: skip
-    summary = {
-        "item": ITEM,
-        "seeds": list(seeds),
-        "table": table,
-        "claims": claims,
-        "best_baseline": best,
-        "epoch_iterations": EPOCH_ITERATIONS,
-        "config": cfg,
-    }
-    write_json(d / "summary.json", summary)
-    for row in table:
-        print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                               for k, v in row.items()), flush=True)  # fmt: skip
-    for k, v in claims.items():
-        print(f"  claim: {k}: {v}", flush=True)
-    return summary
+    extra_summary = {"best_baseline": best, "epoch_iterations": EPOCH_ITERATIONS}
+    return write_item(out, ITEM, recs, runs, table, seeds, claims, extra_summary)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
