@@ -20,7 +20,6 @@ here holds a figure (a test checks it, as for :mod:`experiments.report_text`).
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.cluster_twin_setup import BAND
+from experiments.markdown_cells import cell as _cell
+from experiments.markdown_cells import num as _num
+from experiments.markdown_cells import read_csv as _read_csv
 from experiments.report_dssync import dssync_lines
 from experiments.report_osp import osp_lines
 from experiments.selective import ITEMS as SELECTIVE_ITEMS
@@ -72,24 +74,6 @@ def _title(item: str) -> str:
     return "Fig. " + item.removeprefix("fig")
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _cell(value: str) -> str:
-    """A CSV cell for Markdown: numbers to four significant digits, empty as a dash."""
-    if value in ("", "None", "nan"):
-        return "–"
-    try:
-        x = float(value)
-    except ValueError:
-        return value
-    return value if x.is_integer() and "." not in value else f"{x:.4g}"
-
-
 def md_table(rows: Sequence[Mapping[str, str]], skip: Sequence[str] = ()) -> list[str]:
     """Rows of a CSV as a Markdown table (columns in file order, ``skip`` left out)."""
     if not rows:
@@ -115,14 +99,6 @@ def _ratio(a: Any, b: Any) -> float | None:
         return float(a) / float(b)
     except (TypeError, ValueError, ZeroDivisionError):
         return None
-
-
-def _num(x: Any, digits: int = 2) -> str:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "n/a"
-    return f"{v:.{digits}f}"
 
 
 def _setup(cfg: Mapping[str, Any]) -> str:

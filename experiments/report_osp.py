@@ -8,10 +8,13 @@ string literal here holds a figure.
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
+
+from experiments.markdown_cells import num as _num
+from experiments.markdown_cells import read_csv as _read
+from experiments.markdown_cells import table_lines
 
 COLUMNS = (
     "label", "iteration_s", "throughput", "throughput_vs_best_baseline", "matched_seeds",
@@ -19,30 +22,6 @@ COLUMNS = (
     "sync_share", "compute_s", "w0_compute_s", "ics_fraction", "iterations_to_target",
     "time_to_target_s", "reached", "final_mean_loss", "test_accuracy",
 )  # fmt: skip
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _cell(value: str) -> str:
-    if value in ("", "None", "nan"):
-        return "–"
-    try:
-        x = float(value)
-    except ValueError:
-        return value
-    return value if x.is_integer() and "." not in value else f"{x:.4g}"
-
-
-def _num(x: Any, digits: int = 2) -> str:
-    try:
-        return f"{float(x):.{digits}f}"
-    except (TypeError, ValueError):
-        return "n/a"
 
 
 def _setup(summary: dict[str, Any]) -> str:
@@ -106,8 +85,7 @@ def osp_lines(root: Path) -> list[str]:
     summary = json.loads((d / "summary.json").read_text())
     keys = [k for k in COLUMNS if k in rows[0]]
     lines += [f"Setup: {_setup(summary)}. `python -m experiments.osp_real`.", ""]
-    lines += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(_cell(r.get(k, "")) for k in keys) + " |" for r in rows]
+    lines += table_lines(rows, keys)
     lines += [""] + [f"- {c['claim']}: **{c['verdict']}**" for c in _read(d / "claims.csv")]
     reading = _reading(rows, str(summary.get("best_baseline")))
     lines += ["", reading, ""] if reading else [""]
