@@ -331,7 +331,7 @@ def main() -> None:
     runs = rescore(Path(ns.rescore), ns) if ns.rescore else run_all(ns)
     rows = score(runs, ns.seed, ns.target_at)
     seeds = sorted({ns.seed, *(r.get("seed", 0) for r in old)})
-    rows = [r for r in old if r.get("seed", 0) != ns.seed] + rows
+    rows = sorted([r for r in old if r.get("seed", 0) != ns.seed] + rows, key=lambda r: r["seed"])
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
