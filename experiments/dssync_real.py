@@ -28,7 +28,8 @@ Per run, from the run directory (computed, nothing typed in):
 
 Outputs under ``--out`` (default ``experiments/report/dssync_real``): ``results.csv``,
 ``results.json`` and ``REPORT.md`` (our rows beside the paper's CIFAR-10 rows of Tables III-V,
-speed-ups and the twin's verdict rule). Cost: about 20 minutes on a 2-core machine.
+speed-ups and the twin's verdict rule). Cost: 24-27 minutes per seed on the loaded 2-core
+machine (13 runs).
 
 Usage::
 
