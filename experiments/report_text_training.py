@@ -84,12 +84,19 @@ def note_fig15(d: Summary, _: dict[str, Summary]) -> str:
         mean(one(rows, scheme=s), "final_accuracy") for s in ("bsp-nofilter", "fl-r2sp-nofilter")
     ]
     gap = [None if asp is None or o is None else 100 * (o - asp) for o in others]
+    asp_text = (
+        f" ASP (averaging mixing) ends {span(gap, 1, ' points')} below BSP and FL-R²SP "
+        "without the filter."
+        if any(g is not None for g in gap)
+        else " ASP did not run."
+    )
     return (
         "**Reading.** Paper: without the filter both schemes lose about "
         f"{pct(paper.FIG15_FILTER_LOSS)} accuracy. Here "
         + ("; ".join(parts) or "no pair ran")
-        + f". ASP (averaging mixing) ends {span(gap, 1, ' points')} below BSP and FL-R²SP "
-        "without the filter. Runs stop at the round cap or on stagnation, so final accuracies "
+        + "."
+        + asp_text
+        + " Runs stop at the round cap or on stagnation, so final accuracies "
         "are at different virtual times; the curves show every seed against virtual time. Why "
         "the filter behaves as it does: the outlier sections."
     )
