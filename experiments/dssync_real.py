@@ -34,7 +34,7 @@ machine (13 runs).
 Usage::
 
     python -m experiments.dssync_real
-    python -m experiments.dssync_real --iterations 60 --scenarios S1 --out /tmp/ds
+    python -m experiments.dssync_real --iterations 60 --scenarios S1 --out out/ds
 """
 
 from __future__ import annotations
@@ -338,7 +338,8 @@ def main() -> None:
         writer = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    args = {**vars(ns), "seeds": seeds}
+    where = ("run_dir", "rescore", "out", "append")  # this machine's paths stay out of the file
+    args = {**{k: v for k, v in vars(ns).items() if k not in where}, "seeds": seeds}
     (out / "results.json").write_text(json.dumps({"args": args, "rows": rows}, indent=2))
     (out / "REPORT.md").write_text(report(rows, args))
     print(report(rows, args))
