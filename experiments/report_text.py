@@ -66,6 +66,7 @@ def _settings_line(name: str, s: dict[str, Any]) -> str:
 
 def scale_text(code: str, reuse: str) -> list[str]:
     """The "how these numbers were made" section, from the scale settings and profiles."""
+    from experiments.outliers_scoring import SETTING as scoring
     from fl_r2sp.emulation.profiles import (
         PAPER_CLIENT_LINK,
         PAPER_SERVER_FAIR,
@@ -104,6 +105,7 @@ def scale_text(code: str, reuse: str) -> list[str]:
         "- Training items at the paper's size (`paper_scale`, `outliers_scoring`; computed "
         "where a GPU or enough CPU time was available, from the run cache): "
         + _settings_line("at most", pap)
+        + f" (the scoring runs: {scoring['rounds']} BSP-round equivalents, filter off)"
         + f", the full train split, batch {pap['batch_size']}, lr {pap['lr']}; stagnation: no "
         f"gain above {pap['convergence_tol']} for {pap['convergence_window']} evaluations. Each "
         "of their sections says how and where its runs were computed.",
