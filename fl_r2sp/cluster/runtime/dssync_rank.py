@@ -16,19 +16,16 @@ import contextlib
 import datetime
 import json
 import math
-import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from fl_r2sp.cluster.config import num_classes_of
 from fl_r2sp.cluster.models import build_model
-from fl_r2sp.cluster.runtime import protocol as P
 from fl_r2sp.cluster.runtime.context import new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.dssync_config import DSSyncRunConfig
 from fl_r2sp.cluster.runtime.dssync_plan import Plan, View, decide
@@ -40,9 +37,8 @@ from fl_r2sp.cluster.runtime.dssync_worker import (
     report_key,
     up_key,
 )
+from fl_r2sp.cluster.runtime.peer_rank import initial_flat, leave, open_run, run_peer_rank
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
-
-EXIT_WAIT_S = 10.0
 
 
 def run_dssync_rank(
@@ -63,48 +59,15 @@ def run_dssync_rank(
     TypeError
         If ``config`` is neither.
     """
-    from fl_r2sp.cluster.runtime.rank import _env_int, _watchdog
-
-    if isinstance(config, dict):
-        config = DSSyncRunConfig.from_dict(config)
-    if not isinstance(config, DSSyncRunConfig):
-        raise TypeError(f"expected a DSSyncRunConfig or its dict, got {type(config).__name__}")
-    cfg = config.validate(check_model=False)
-    rank = _env_int("RANK", rank)
-    world_size = _env_int("WORLD_SIZE", world_size)
-    local_rank = local_rank if local_rank is not None else int(os.environ.get("LOCAL_RANK", 0))
-    if world_size != cfg.world_size:
-        raise ValueError(f"WORLD_SIZE={world_size} but the run has {cfg.world_size} workers")
-    torch.set_num_threads(cfg.base.threads)
-    timer = _watchdog(rank, cfg.run_timeout_s + 60.0)
-    dist.init_process_group("gloo", init_method=init_method or "env://", rank=rank,
-                            world_size=world_size,
-                            timeout=datetime.timedelta(seconds=cfg.base.timeout_s))  # fmt: skip
-    try:
-        return _play(cfg, rank, local_rank)
-    finally:
-        timer.cancel()
-        with contextlib.suppress(Exception):  # a peer may already be gone
-            dist.destroy_process_group()
+    return run_peer_rank(config, DSSyncRunConfig, _play, init_method, rank, world_size, local_rank)
 
 
 def _play(cfg: DSSyncRunConfig, rank: int, local_rank: int) -> dict[str, Any] | None:
     base = cfg.base
-    model = build_model(base.model, num_classes_of(base.dataset), base.seed)
-    flat = nn.utils.parameters_to_vector(
-        [p for p in model.parameters() if p.requires_grad]).detach().clone()  # fmt: skip
+    flat = initial_flat(base)
     store = new_store()
-    if rank == 0:
-        from fl_r2sp.cluster.runtime.leader import make_run_dir
-
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        name = f"{cfg.scheme}-{base.model}-{base.dataset}-w{base.workers}-seed{base.seed}"
-        run_dir = make_run_dir(base.run_dir, f"{name}-{stamp}")
-        info: dict[str, Any] = {"epoch": time.time(), "run_dir": str(run_dir),
-                                "tag": uuid.uuid4().hex[:12]}  # fmt: skip
-        set_json(store, P.EPOCH_KEY, info)
-    else:
-        info = wait_get(store, P.EPOCH_KEY, base.timeout_s, delete=False)
+    # The tag names the run's shared-uplink store keys; only rank 0's is published.
+    info = open_run(store, base, cfg.scheme, rank, {"tag": uuid.uuid4().hex[:12]})
     worker = DSSyncWorker(cfg, rank, local_rank, flat, store, float(info["epoch"]), info["tag"])
     set_json(store, up_key(rank), {})
     if rank != 0:
@@ -115,11 +78,11 @@ def _play(cfg: DSSyncRunConfig, rank: int, local_rank: int) -> dict[str, Any] | 
                 worker.final_average()
         except Exception as exc:  # rank 0 went silent or the final average failed: leave
             print(f"[worker {rank}] stopped: {type(exc).__name__}: {exc}", flush=True)
-        _leave(store, rank, cfg.world_size, set())
+        leave(store, rank, cfg.world_size, set())
         return None
     lead = Lead(cfg, store, Path(info["run_dir"]), flat.numel())
     summary = lead.run(worker)
-    _leave(store, rank, cfg.world_size, set(range(cfg.world_size)) - set(worker.plan.live))
+    leave(store, rank, cfg.world_size, set(range(cfg.world_size)) - set(worker.plan.live))
     return summary
 
 
@@ -238,14 +201,3 @@ def row_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "comm_ms_median": 1e3 * sorted(ok)[len(ok) // 2] if ok else None,
         "final_loss": sum(last.values()) / len(last) if last else None,
     }  # fmt: skip
-
-
-def _leave(store: Any, rank: int, world: int, gone: set[int]) -> None:
-    """Mark this rank as leaving; rank 0 (which hosts the store) waits for the live others."""
-    try:
-        store.set(P.exit_key(rank), "1")
-        if rank == 0:
-            keys = [P.exit_key(r) for r in range(1, world) if r not in gone]
-            store.wait(keys, datetime.timedelta(seconds=EXIT_WAIT_S))
-    except Exception:  # a lost rank never sets its key; leaving anyway is the point
-        pass

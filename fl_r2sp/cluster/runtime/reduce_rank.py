@@ -12,31 +12,21 @@ got, for :func:`~fl_r2sp.cluster.policies.reduce.recorder.replay_inputs`), ``run
 
 from __future__ import annotations
 
-import contextlib
-import datetime
 import json
-import os
 import threading
-import time
 from pathlib import Path
 from typing import Any, cast
 
 import torch
-import torch.distributed as dist
-from torch import nn
 
-from fl_r2sp.cluster.config import num_classes_of
-from fl_r2sp.cluster.models import build_model
 from fl_r2sp.cluster.policies.reduce import ReduceController, make_reduce_controller
 from fl_r2sp.cluster.policies.reduce.recorder import RecordingController
-from fl_r2sp.cluster.runtime import protocol as P
-from fl_r2sp.cluster.runtime.context import new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.context import new_store
+from fl_r2sp.cluster.runtime.peer_rank import initial_flat, leave, open_run, run_peer_rank
 from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce_controller import ReduceCoordinator
 from fl_r2sp.cluster.runtime.reduce_worker import ReduceWorker
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
-
-EXIT_WAIT_S = 10.0
 
 
 def run_reduce_rank(
@@ -57,58 +47,22 @@ def run_reduce_rank(
     TypeError
         If ``config`` is neither.
     """
-    from fl_r2sp.cluster.runtime.rank import _env_int, _watchdog
-
-    if isinstance(config, dict):
-        config = ReduceRunConfig.from_dict(config)
-    if not isinstance(config, ReduceRunConfig):
-        raise TypeError(f"expected a ReduceRunConfig or its dict, got {type(config).__name__}")
-    cfg = config
-    cfg.validate(check_model=False)
-    rank = _env_int("RANK", rank)
-    world_size = _env_int("WORLD_SIZE", world_size)
-    local_rank = local_rank if local_rank is not None else int(os.environ.get("LOCAL_RANK", 0))
-    if world_size != cfg.world_size:
-        raise ValueError(f"WORLD_SIZE={world_size} but the run has {cfg.world_size} workers")
-    base = cfg.base
-    torch.set_num_threads(base.threads)
-    timer = _watchdog(rank, base.run_timeout_s + 60.0)
-    dist.init_process_group("gloo", init_method=init_method or "env://", rank=rank,
-                            world_size=world_size,
-                            timeout=datetime.timedelta(seconds=base.timeout_s))  # fmt: skip
-    try:
-        return _play(cfg, rank, local_rank)
-    finally:
-        timer.cancel()
-        with contextlib.suppress(Exception):  # a peer may already be gone
-            dist.destroy_process_group()
+    return run_peer_rank(config, ReduceRunConfig, _play, init_method, rank, world_size, local_rank)
 
 
 def _play(cfg: ReduceRunConfig, rank: int, local_rank: int) -> dict[str, Any] | None:
     base = cfg.base
-    model = build_model(base.model, num_classes_of(base.dataset), base.seed)
-    flat = nn.utils.parameters_to_vector(
-        [p for p in model.parameters() if p.requires_grad]).detach().clone()  # fmt: skip
+    flat = initial_flat(base)
     store = new_store()
-    summary: dict[str, Any] | None = None
-    if rank == 0:
-        from fl_r2sp.cluster.runtime.leader import make_run_dir
-
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        name = f"{cfg.reduce.scheme}-{base.model}-{base.dataset}-w{base.workers}-seed{base.seed}"
-        run_dir = make_run_dir(base.run_dir, f"{name}-{stamp}")
-        info: dict[str, Any] = {"epoch": time.time(), "run_dir": str(run_dir)}
-        set_json(store, P.EPOCH_KEY, info)
-    else:
-        info = wait_get(store, P.EPOCH_KEY, base.timeout_s, delete=False)
+    info = open_run(store, base, cfg.reduce.scheme, rank)
     worker = ReduceWorker(cfg, rank, local_rank, flat, store)
     if rank != 0:
         worker.run()
-        _leave(store, rank, cfg.world_size, set())
+        leave(store, rank, cfg.world_size, set())
         return None
     summary = _lead(cfg, worker, float(info["epoch"]), Path(info["run_dir"]), flat.numel())
     gone = {int(w) for w in summary.get("lost_workers", {})}
-    _leave(store, rank, cfg.world_size, gone)
+    leave(store, rank, cfg.world_size, gone)
     return summary
 
 
@@ -153,17 +107,6 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
     (run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
     writer.close(summary)  # writes COMPLETE last: a folder without it is incomplete
     return summary
-
-
-def _leave(store: dist.Store, rank: int, world: int, gone: set[int]) -> None:
-    """Mark this rank as leaving; rank 0 (which hosts the store) waits for the live others."""
-    try:
-        store.set(P.exit_key(rank), "1")
-        if rank == 0:
-            keys = [P.exit_key(r) for r in range(1, world) if r not in gone]
-            store.wait(keys, datetime.timedelta(seconds=EXIT_WAIT_S))
-    except Exception:  # a lost rank never sets its key; leaving anyway is the point
-        pass
 
 
 def _clean(value: Any) -> Any:
