@@ -23,6 +23,12 @@ from typing import Any
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.dssync import check_racks
 from fl_r2sp.cluster.policies.dssync_regroup import DSSyncParams
+from fl_r2sp.cluster.runtime.peer_config import (
+    PeerRunMixin,
+    is_marked_run,
+    run_kwargs,
+    run_to_dict,
+)
 
 #: Key that marks a config dict as a DS-Sync-family run (the rank entry dispatches on it).
 DSSYNC_RUN_KEY = "dssync_run"
@@ -33,7 +39,7 @@ Racks = tuple[tuple[int, ...], ...]
 
 
 @dataclass(frozen=True)
-class DSSyncRunConfig:
+class DSSyncRunConfig(PeerRunMixin):
     """A DS-Sync-family run (defaults in brackets).
 
     Parameters
@@ -72,16 +78,6 @@ class DSSyncRunConfig:
     regroup: bool = True
     boundary_timeout_s: float = 60.0
 
-    @property
-    def world_size(self) -> int:
-        """One rank per worker."""
-        return self.base.workers
-
-    @property
-    def run_timeout_s(self) -> float:
-        """The base config's wall limit of the run."""
-        return self.base.run_timeout_s
-
     def rack_map(self) -> Racks:
         """The racks, or one rack of everyone when none are given."""
         return self.racks or (tuple(range(self.base.workers)),)
@@ -113,23 +109,16 @@ class DSSyncRunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (marked with :data:`DSSYNC_RUN_KEY`); inverse of :meth:`from_dict`."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["base"] = self.base.to_dict()
+        out = run_to_dict(self, DSSYNC_RUN_KEY)
         out["params"] = dataclasses.asdict(self.params)
         out["racks"] = [list(r) for r in self.racks]
         out["nic_mb_s"], out["uplink_mb_s"] = list(self.nic_mb_s), list(self.uplink_mb_s)
-        out[DSSYNC_RUN_KEY] = True
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DSSyncRunConfig:
         """Rebuild from :meth:`to_dict`'s output (unknown keys raise)."""
-        kwargs = {k: v for k, v in data.items() if k != DSSYNC_RUN_KEY}
-        unknown = sorted(set(kwargs) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown DS-Sync run config keys {unknown}")
-        if isinstance(kwargs.get("base"), dict):
-            kwargs["base"] = ClusterConfig.from_dict(kwargs["base"])
+        kwargs = run_kwargs(cls, data, DSSYNC_RUN_KEY, "DS-Sync")
         if isinstance(kwargs.get("params"), dict):
             kwargs["params"] = DSSyncParams(**kwargs["params"])
         kwargs["racks"] = tuple(tuple(int(r) for r in rack) for rack in kwargs.get("racks", ()))
@@ -140,9 +129,7 @@ class DSSyncRunConfig:
 
 def is_dssync_run(config: object) -> bool:
     """Whether ``config`` (an object or a dict from ``to_dict``) is a DS-Sync-family run."""
-    return isinstance(config, DSSyncRunConfig) or (
-        isinstance(config, dict) and bool(config.get(DSSYNC_RUN_KEY))
-    )
+    return is_marked_run(config, DSSyncRunConfig, DSSYNC_RUN_KEY)
 
 
 @dataclass(frozen=True)

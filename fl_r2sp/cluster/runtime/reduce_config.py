@@ -28,6 +28,12 @@ import numpy as np
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES, ReduceParams
+from fl_r2sp.cluster.runtime.peer_config import (
+    PeerRunMixin,
+    is_marked_run,
+    run_kwargs,
+    run_to_dict,
+)
 
 #: Key that marks a config dict as an all-reduce-family run (the rank entry dispatches on it).
 REDUCE_RUN_KEY = "reduce_run"
@@ -38,7 +44,7 @@ UNCAPPED_PRIOR_BYTES_S = 1e9
 
 
 @dataclass(frozen=True)
-class ReduceRunConfig:
+class ReduceRunConfig(PeerRunMixin):
     """An all-reduce-family run (defaults in brackets).
 
     Parameters
@@ -81,16 +87,6 @@ class ReduceRunConfig:
     alpha_s: float = 1e-3
     ready_timeout_s: float = 60.0
     cache_groups: int = 64
-
-    @property
-    def world_size(self) -> int:
-        """One rank per worker (no parameter server)."""
-        return self.base.workers
-
-    @property
-    def run_timeout_s(self) -> float:
-        """The base config's wall limit of the run."""
-        return self.base.run_timeout_s
 
     @property
     def budget(self) -> int:
@@ -165,23 +161,15 @@ class ReduceRunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (marked with :data:`REDUCE_RUN_KEY`); inverse of :meth:`from_dict`."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["base"] = self.base.to_dict()
+        out = run_to_dict(self, REDUCE_RUN_KEY)
         out["reduce"] = {k: _json(v) for k, v in dataclasses.asdict(self.reduce).items()}
         out["link_caps_mb_s"] = list(self.link_caps_mb_s)
-        out[REDUCE_RUN_KEY] = True
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReduceRunConfig:
         """Rebuild from :meth:`to_dict`'s output (unknown keys raise)."""
-        kwargs = {k: v for k, v in data.items() if k != REDUCE_RUN_KEY}
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise ValueError(f"unknown reduce run config keys {unknown}")
-        if isinstance(kwargs.get("base"), dict):
-            kwargs["base"] = ClusterConfig.from_dict(kwargs["base"])
+        kwargs = run_kwargs(cls, data, REDUCE_RUN_KEY, "reduce")
         if isinstance(kwargs.get("reduce"), dict):
             kwargs["reduce"] = ReduceParams(**{k: _unjson(v) for k, v in kwargs["reduce"].items()})
         if "link_caps_mb_s" in kwargs:
@@ -191,9 +179,7 @@ class ReduceRunConfig:
 
 def is_reduce_run(config: object) -> bool:
     """Whether ``config`` (an object or a dict from ``to_dict``) is an all-reduce-family run."""
-    return isinstance(config, ReduceRunConfig) or (
-        isinstance(config, dict) and bool(config.get(REDUCE_RUN_KEY))
-    )
+    return is_marked_run(config, ReduceRunConfig, REDUCE_RUN_KEY)
 
 
 def _json(v: Any) -> Any:
