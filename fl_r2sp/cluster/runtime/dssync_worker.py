@@ -30,18 +30,15 @@ import time
 from typing import Any
 
 import torch
-from torch import nn
 
-from fl_r2sp.cluster.config import num_classes_of
-from fl_r2sp.cluster.models import batch_loss, build_model
 from fl_r2sp.cluster.runtime.context import set_json, wait_get
 from fl_r2sp.cluster.runtime.dssync_comm import gossip_exchange, group_average
 from fl_r2sp.cluster.runtime.dssync_comm import hierarchical_average as hier_average
 from fl_r2sp.cluster.runtime.dssync_config import DSSyncRunConfig
 from fl_r2sp.cluster.runtime.dssync_links import worker_links
 from fl_r2sp.cluster.runtime.dssync_plan import Plan, View
-from fl_r2sp.cluster.runtime.subgroups import SubgroupCache, set_key, weighted_allreduce
-from fl_r2sp.cluster.runtime.worker import KILL_ENV, pick_device, worker_seed
+from fl_r2sp.cluster.runtime.peer_worker import PeerWorker
+from fl_r2sp.cluster.runtime.subgroups import set_key, weighted_allreduce
 
 PREFIX = "fl_r2sp/ds/"
 GO_KEY = f"{PREFIX}go"
@@ -62,8 +59,9 @@ def plan_key(b: int) -> str:
     return f"{PREFIX}plan/{b}"
 
 
-class DSSyncWorker:
-    """One worker rank (rank == worker id) of a DS-Sync-family run.
+class DSSyncWorker(PeerWorker):
+    """One worker rank (rank == worker id) of a DS-Sync-family run (local state and step:
+    :class:`~.peer_worker.PeerWorker`).
 
     Parameters
     ----------
@@ -83,21 +81,16 @@ class DSSyncWorker:
 
     def __init__(self, cfg: DSSyncRunConfig, rank: int, local_rank: int, flat: torch.Tensor,
                  store: Any, epoch: float, tag: str) -> None:  # fmt: skip
+        super().__init__(cfg.base, rank, local_rank, flat, store)
         base = cfg.base
-        self.cfg, self.base, self.w, self.store, self.epoch = cfg, base, rank, store, epoch
-        self.device = pick_device(base.devices, rank, local_rank)
-        self.model = build_model(base.model, num_classes_of(base.dataset), base.seed)
-        self.model.to(self.device)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.flat = flat.detach().clone().contiguous()
-        self.backup, self.scratch = torch.empty_like(self.flat), torch.empty_like(self.flat)
+        self.cfg, self.epoch = cfg, epoch
+        self.scratch = torch.empty_like(self.flat)
         self.ema: torch.Tensor | None = None
         self.racks = cfg.rack_map()
         self.rack_of = {r: c for c, rack in enumerate(self.racks) for r in rack}
         self.links = worker_links(store, rank, self.rack_of[rank], cfg.nic_mb_s,
                                   cfg.uplink_mb_s, tag)  # fmt: skip
         self.chunk = base.chunk_kb * 1024
-        self.groups = SubgroupCache(store, rank, base.timeout_s)
         self.pg_ids: dict[str, str] = {}  # member set -> id of its cached process group
         self.broken: set[str] = set()
         self.boundaries = 0
@@ -107,16 +100,6 @@ class DSSyncWorker:
         self.rows: list[dict[str, Any]] = []
         self.failed = 0
         self.iterations = 0
-        self.stream: Any = None
-        if not base.scripted_compute:
-            from fl_r2sp.cluster.data import BatchStream, make_dataset
-
-            data = make_dataset(base.model, base.dataset, base.data_dir or None, base.seed,
-                                include_test=False, max_train=base.max_train)  # fmt: skip
-            gen = torch.Generator().manual_seed(worker_seed(base.seed, rank))
-            self.stream = BatchStream(data.train, base.batch_size, gen)
-        kill = os.environ.get(KILL_ENV, "")
-        self.kill_at = int(kill.split(":")[1]) if kill and int(kill.split(":")[0]) == rank else -1
 
     def now(self) -> float:
         """Seconds since the run's epoch (the telemetry clock)."""
@@ -182,19 +165,8 @@ class DSSyncWorker:
             time.sleep(base.scripted_compute[self.w][self.iterations])
             loss = float("nan")
         else:
-            nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
-            x, y = self.stream.take(base.batch_size)
-            self.model.zero_grad(set_to_none=False)
-            out = batch_loss(self.model, x.to(self.device), y.to(self.device))
-            out.backward()
-            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
-            self.flat.add_(torch.cat([g.reshape(-1) for g in grads]).cpu(), alpha=-base.lr)
-            loss = float(out.item())
-        slow = base.compute_multipliers[self.w] - 1.0 if base.compute_multipliers else 0.0
-        delay = slow * (time.perf_counter() - t0)
-        delay += base.iteration_delays[self.w] if base.iteration_delays else 0.0
-        if delay > 0:
-            time.sleep(delay)
+            loss = self.sgd_step()
+        self.slow_down(t0)
         return loss
 
     def _sync(self, t: int) -> tuple[tuple[int, ...], int, bool, float]:

@@ -29,15 +29,12 @@ import time
 from typing import Any
 
 import torch
-from torch import nn
 
-from fl_r2sp.cluster.config import num_classes_of
-from fl_r2sp.cluster.models import batch_loss, build_model
 from fl_r2sp.cluster.runtime.context import set_json, wait_get
+from fl_r2sp.cluster.runtime.peer_worker import PeerWorker
 from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
-from fl_r2sp.cluster.runtime.subgroups import SubgroupCache, weighted_allreduce
+from fl_r2sp.cluster.runtime.subgroups import weighted_allreduce
 from fl_r2sp.cluster.runtime.throttle import TokenBucket
-from fl_r2sp.cluster.runtime.worker import KILL_ENV, pick_device, worker_seed
 
 PREFIX = "fl_r2sp/rd/"
 TICKETS = f"{PREFIX}tickets"
@@ -64,8 +61,9 @@ def done_key(w: int, k: int) -> str:
     return f"{PREFIX}done/{w}/{k}"
 
 
-class ReduceWorker:
-    """One worker rank (rank == worker id) of an all-reduce-family run.
+class ReduceWorker(PeerWorker):
+    """One worker rank (rank == worker id) of an all-reduce-family run (local state and step:
+    :class:`~.peer_worker.PeerWorker`).
 
     Parameters
     ----------
@@ -82,29 +80,12 @@ class ReduceWorker:
     def __init__(
         self, cfg: ReduceRunConfig, rank: int, local_rank: int, flat: torch.Tensor, store: Any
     ) -> None:
-        base = cfg.base
-        self.cfg, self.base, self.w, self.store = cfg, base, rank, store
-        self.device = pick_device(base.devices, rank, local_rank)
-        self.model = build_model(base.model, num_classes_of(base.dataset), base.seed)
-        self.model.to(self.device)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.flat = flat.detach().clone().contiguous()
-        self.backup = torch.empty_like(self.flat)
+        super().__init__(cfg.base, rank, local_rank, flat, store)
+        self.cfg, base = cfg, cfg.base
         caps = cfg.link_caps()
         chunk = base.chunk_kb * 1024
         self.bucket = TokenBucket(caps[rank] * 1e6, chunk) if caps else None
         self.chunk_bytes = chunk
-        self.groups = SubgroupCache(store, rank, base.timeout_s)
-        self.stream: Any = None
-        if not base.scripted_compute:
-            from fl_r2sp.cluster.data import BatchStream, make_dataset
-
-            data = make_dataset(base.model, base.dataset, base.data_dir or None, base.seed,
-                                include_test=False, max_train=base.max_train)  # fmt: skip
-            gen = torch.Generator().manual_seed(worker_seed(base.seed, rank))
-            self.stream = BatchStream(data.train, base.batch_size, gen)
-        kill = os.environ.get(KILL_ENV, "")
-        self.kill_at = int(kill.split(":")[1]) if kill and int(kill.split(":")[0]) == rank else -1
         self.rounds = 0
         self.queue_timeout_s = cfg.queue_timeout_s(4.0 * self.flat.numel())
 
@@ -128,11 +109,7 @@ class ReduceWorker:
             return False
         t0 = time.perf_counter()
         loss = self._compute(k)
-        slow = self.base.compute_multipliers[self.w] - 1.0 if self.base.compute_multipliers else 0
-        delay = slow * (time.perf_counter() - t0)
-        delay += self.base.iteration_delays[self.w] if self.base.iteration_delays else 0.0
-        if delay > 0:
-            time.sleep(delay)
+        self.slow_down(t0)
         compute_s = time.perf_counter() - t0
         set_json(self.store, ready_key(self.w, k), {"compute_s": compute_s, "loss": loss})
         if k == self.kill_at:
@@ -151,15 +128,7 @@ class ReduceWorker:
             times = self.base.scripted_compute[self.w]
             time.sleep(times[min(k, len(times) - 1)])
             return math.nan
-        nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
-        x, y = self.stream.take(self.base.batch_size)
-        self.model.train()
-        self.model.zero_grad(set_to_none=False)
-        loss = batch_loss(self.model, x.to(self.device), y.to(self.device))
-        loss.backward()
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
-        self.flat.add_(torch.cat([g.reshape(-1) for g in grads]).cpu(), alpha=-self.base.lr)
-        return float(loss.item())
+        return self.sgd_step()
 
     def _reduce(self, assign: dict[str, Any]) -> dict[str, Any]:
         """Run the assigned weighted all-reduce; return the done report."""
