@@ -22,6 +22,7 @@ from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.params import SCHEMES, T_MEASURES, TUNING_RULES, SchemeParams
 from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES
 from fl_r2sp.cluster.runtime import dssync_cli, osp_cli, reduce_cli
+from fl_r2sp.cluster.runtime.cli_values import parse_floats as _floats
 
 
 class RunConfig(Protocol):
@@ -70,13 +71,6 @@ class SchemeFamily:
     add_flags: Callable[[argparse._ArgumentGroup], None]
     build: Callable[[argparse.Namespace, ClusterConfig, frozenset[str]], Any]
     describe: Callable[[Any], str]
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
 
 
 def _names(text: str) -> tuple[str, ...]:

@@ -17,19 +17,13 @@ import argparse
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.dssync_regroup import DSSyncParams
+from fl_r2sp.cluster.runtime.cli_values import links_text, parse_floats
 from fl_r2sp.cluster.runtime.dssync_config import SCENARIOS, DSSyncRunConfig, scenario
 
 #: The schemes this family adds to ``--scheme`` (all-reduce BSP: ``dssync`` with one rack).
 CLI_SCHEMES: tuple[str, ...] = ("dssync", "hierarchical", "gossip")
 #: Flags (argparse dests) that only DS-Sync itself uses.
 DSSYNC_ONLY: tuple[str, ...] = ("regroup_period", "slowness", "no_regroup")
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
 
 
 def parse_racks(text: str) -> tuple[tuple[int, ...], ...]:
@@ -53,8 +47,9 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
       help="share of a contended link's rate left to the job (--scenario) [0.5]")  # fmt: skip
     a("--racks", type=parse_racks, default=(),
       help="rack map, e.g. 0,1,2,3/4,5,6,7 [one rack of all workers]")  # fmt: skip
-    a("--nic-caps", type=_floats, default=(), help="per-worker NIC caps, MB/s (0 = none) [none]")
-    a("--uplink-caps", type=_floats, default=(), help="per-rack uplink caps, MB/s [none]")
+    a("--nic-caps", type=parse_floats, default=(),
+      help="per-worker NIC caps, MB/s (0 = none) [none]")  # fmt: skip
+    a("--uplink-caps", type=parse_floats, default=(), help="per-rack uplink caps, MB/s [none]")
     a("--regroup-period", type=int, default=p.period,
       help=f"dssync: iterations between regroups (and liveness checks) [{p.period}]")  # fmt: skip
     a(
@@ -107,8 +102,7 @@ def describe(cfg: DSSyncRunConfig) -> str:
     """One line naming the run: scheme, workers, racks, caps."""
     b = cfg.base
     racks = "/".join(",".join(str(r) for r in rack) for rack in cfg.rack_map())
-    caps = [c for c in (*cfg.nic_mb_s, *cfg.uplink_mb_s) if c > 0]
-    links = f"links {min(caps):g}-{max(caps):g} MB/s" if caps else "links uncapped"
+    links = links_text([c for c in (*cfg.nic_mb_s, *cfg.uplink_mb_s) if c > 0])
     return (f"{cfg.scheme}: {b.workers} workers (no PS), racks {racks}, {links}, {b.model} on "
             f"{b.dataset}, {b.max_iterations} iterations per worker")  # fmt: skip
 

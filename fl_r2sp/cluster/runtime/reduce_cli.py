@@ -16,6 +16,7 @@ import argparse
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES, ReduceParams
 from fl_r2sp.cluster.policies.reduce.params import HAZARDS, READINGS, WEIGHT_RULES
+from fl_r2sp.cluster.runtime.cli_values import links_text, parse_floats
 from fl_r2sp.cluster.runtime.reduce_config import BW_ESTIMATES, ReduceRunConfig
 
 #: Flags (argparse dests) and the schemes of the family that use them.
@@ -26,13 +27,6 @@ ONLY_FOR: dict[str, tuple[str, ...]] = {
         ("selective",),
     ),
 }
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
 
 
 def add_flags(g: argparse._ArgumentGroup) -> None:
@@ -61,7 +55,7 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
     a("--link-max", type=float, default=d.link_max_mb_s,
       help="M of the link caps round(M·u, 3) MB/s, u ~ U[λ, 1] (0 = uncapped) [0]")  # fmt: skip
     a("--bw-lambda", type=float, default=d.bw_lambda, help=f"λ of the cap draw [{d.bw_lambda}]")
-    a("--link-caps", type=_floats, default=d.link_caps_mb_s,
+    a("--link-caps", type=parse_floats, default=d.link_caps_mb_s,
       help="per-worker link caps, MB/s, comma-separated (instead of --link-max)")  # fmt: skip
     a("--bw-estimate", choices=BW_ESTIMATES, default=d.bw_estimate,
       help=f"the controller's bandwidth view [{d.bw_estimate}]")  # fmt: skip
@@ -105,8 +99,7 @@ def build(ns: argparse.Namespace, base: ClusterConfig, given: frozenset[str]) ->
 def describe(cfg: ReduceRunConfig) -> str:
     """One line naming the run: scheme, workers, p, link caps."""
     b = cfg.base
-    caps = cfg.link_caps()
-    links = f"links {min(caps):g}-{max(caps):g} MB/s" if caps else "links uncapped"
+    links = links_text(cfg.link_caps())
     p = cfg.reduce.group_min(b.workers) if cfg.reduce.scheme != "allreduce" else b.workers
     return (f"{cfg.reduce.scheme}: {b.workers} workers (no PS), p = {p}, {links}, "
             f"{b.model} on {b.dataset}, {b.max_iterations} rounds per worker")  # fmt: skip
