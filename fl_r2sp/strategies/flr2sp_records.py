@@ -50,18 +50,22 @@ def failure_record(
     now: float, group: GroupState, cid: int, tag: int, reason: str, consecutive: int, dropped: bool
 ) -> Record:
     """The ``client_failure`` row of one failed job."""
-    return Record(
-        "client_failure",
-        {
-            "t": now,
-            "cid": cid,
-            "group": group.gid,
-            "tag": tag,
-            "reason": reason,
-            "consecutive": consecutive,
-            "dropped": dropped,
-        },
-    )
+    return _client_row("client_failure", now, group, cid, tag, reason, consecutive, dropped=dropped)
+
+
+def _client_row(
+    kind: str,
+    now: float,
+    group: GroupState,
+    cid: int,
+    tag: int,
+    reason: str,
+    consecutive: int,
+    **fate: object,
+) -> Record:
+    """A row about one client's job in ``group`` (failure or rejection), plus its ``fate``."""
+    row = {"t": now, "cid": cid, "group": group.gid, "tag": tag, "reason": reason}
+    return Record(kind, {**row, "consecutive": consecutive, **fate})
 
 
 def empty_record(now: float, group: GroupState, why: str) -> Record:
@@ -111,18 +115,7 @@ def rejected_record(
     now: float, group: GroupState, cid: int, tag: int, reason: str, consecutive: int, action: str
 ) -> Record:
     """The ``client_rejected`` row of an update that failed admission (``action``: its fate)."""
-    return Record(
-        "client_rejected",
-        {
-            "t": now,
-            "cid": cid,
-            "group": group.gid,
-            "tag": tag,
-            "reason": reason,
-            "consecutive": consecutive,
-            "action": action,
-        },
-    )
+    return _client_row("client_rejected", now, group, cid, tag, reason, consecutive, action=action)
 
 
 def pass_record(now: float, group: GroupState, version: int) -> Record:
