@@ -41,7 +41,8 @@ def note_table4(d: Summary, _: dict[str, Summary]) -> str:
         who = ("BSP" if tta is not None and tta < 0 else "FL-R²SP") if tta is not None else None
         conv.append(
             f"filter {r.get('filter', 'on')}: converged BSP {done[0]}, "
-            f"FL-R²SP {done[1]} of {r['n']} seeds; final accuracy "
+            f"FL-R²SP {done[1]} of {r['n']} seeds (the improvement column averages the seeds "
+            "where both converged); final accuracy "
             f"{num(mean(r, 'bsp_acc'), 3)} vs {num(mean(r, 'flr2sp_acc'), 3)}; "
             + (
                 f"{who} reaches the common accuracy target first ({pct(tta)} time-to-accuracy "
