@@ -182,7 +182,12 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--logs", default="experiments/results/gpu_logs", help="folder of the logs")
     p.add_argument("--dest", default="experiments/report/executor_figures.json")
-    p.add_argument("--extra", nargs="*", default=["tolerance.txt"], help="other logs in --logs")
+    p.add_argument(
+        "--extra",
+        nargs="*",
+        default=["tolerance.txt", "cpu_bench_full.txt"],
+        help="other logs in --logs (cpu_*.txt: benchmarks on the CPU machines)",
+    )
     ns = p.parse_args(argv)
     logs = Path(ns.logs)
     extra = {Path(n).stem: (logs / n).read_text() for n in ns.extra if (logs / n).exists()}
