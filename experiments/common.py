@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments import provenance
+from experiments import execution, provenance
 from experiments.conf import DATASET_OF, DEFAULT_SEEDS, META_KEYS, SCALES, scale_settings
 from fl_r2sp.telemetry.rundir import atomic_write_bytes
 
@@ -53,7 +53,7 @@ class Args:
     skip_training: bool = False
     reuse: str = "current"
     #: How runs are computed (RunConfig fields): executor, compute_device,
-    #: executor_workers. Not part of a run's cache key (see :data:`_EXECUTION`).
+    #: executor_workers. Not part of a run's cache key (:mod:`experiments.execution`).
     execution: tuple[tuple[str, Any], ...] = ()
 
     @property
@@ -93,7 +93,7 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
         help="current: only runs of the current code (default, or "
         f"${provenance.REUSE_ENV}); any: else the newest of any code",
     )
-    _execution_flags(parser)
+    execution.add_flags(parser)
     ns = parser.parse_args(argv)
     try:
         seeds = tuple(int(s) for s in ns.seeds.split(",") if s.strip())
@@ -110,37 +110,8 @@ def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) ->
         only,
         ns.skip_training,
         provenance.reuse_mode(ns.reuse_runs),
-        _execution(ns),
+        execution.picked(ns),
     )
-
-
-def _execution_flags(parser: argparse.ArgumentParser) -> None:
-    """``--executor``, ``--compute-device``, ``--executor-workers`` (defaults: the run
-    config's, overridable by ``$FL_R2SP_EXECUTOR`` / ``$FL_R2SP_COMPUTE_DEVICE``)."""
-    parser.add_argument(
-        "--executor",
-        choices=("serial", "processes", "batched"),
-        default=os.environ.get("FL_R2SP_EXECUTOR") or None,
-        help="how client jobs are computed (default: the run config's, serial)",
-    )
-    parser.add_argument(
-        "--compute-device",
-        choices=("auto", "cpu", "cuda"),
-        default=os.environ.get("FL_R2SP_COMPUTE_DEVICE") or None,
-        help="where executor=batched trains (default: the run config's, auto)",
-    )
-    parser.add_argument(
-        "--executor-workers", type=int, default=None, help="worker processes (0 = per core)"
-    )
-
-
-def _execution(ns: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
-    picked = (
-        ("executor", ns.executor),
-        ("compute_device", ns.compute_device),
-        ("executor_workers", ns.executor_workers),
-    )
-    return tuple((k, v) for k, v in picked if v is not None)
 
 
 def say(msg: str) -> None:
@@ -207,13 +178,9 @@ def build_config(family: str, scale: str, seed: int, **diff: Any):
     return cfg.replace(max_updates=rounds * unit, eval_every=unit)
 
 
-#: Run-config keys that say how a run is computed, not what: the executors give
-#: the serial results bit for bit (processes) or within float tolerance (batched;
-#: README, "Executors"). A cached run is reused whichever executor computed it;
-#: its record keeps the executor and device in ``config``.
-_EXECUTION = ("executor", "compute-device", "executor-workers", "executor-stack")
-#: Run-config keys that do not change a run's result.
-_OUTPUT_ONLY = ("run-dir", "plots", "data-dir", *_EXECUTION)
+#: Run-config keys that do not change a run's result (the execution keys: how a run is
+#: computed, see :mod:`experiments.execution`).
+_OUTPUT_ONLY = ("run-dir", "plots", "data-dir", *execution.KEYS)
 
 
 def config_key(cfg: Any) -> str:
