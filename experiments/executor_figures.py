@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--extra",
         nargs="*",
-        default=["tolerance.txt", "cpu_bench_full.txt"],
+        default=["tolerance.txt", "cpu_bench_full.txt", "cpu_bench_quiet.txt"],
         help="other logs in --logs (cpu_*.txt: benchmarks on the CPU machines)",
     )
     ns = p.parse_args(argv)
