@@ -14,28 +14,18 @@ an overloaded machine (load average ~28 on 2 cores) a group round took 45-70 s a
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from test_chaos_report import load_chaos
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
 #: Seconds of training (the run's time-budget) and the hard bound on the whole script.
 DURATION, TIMEOUT = 180, 720
-
-
-def load_chaos() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("chaos", REPO / "scripts" / "chaos.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["chaos"] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_two_kills_and_two_hostile_clients_leave_the_run_live(tmp_path: Path) -> None:
