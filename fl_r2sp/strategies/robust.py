@@ -6,7 +6,7 @@ written again here in NumPy on flat vectors. Why not call Flower's functions:
 the policies import no ``flwr`` (``docs/architecture.md`` §1), and the
 in-process runner, which the tests and experiments use, may not import the
 Flower adapters either, so a callable from ``fl_r2sp.flower`` could not reach
-every run. Instead, ``tests/test_robust_aggregation.py`` holds each reducer
+every run. Instead, ``tests/fl/strategies/test_robust_aggregation.py`` holds each reducer
 equal to Flower's function on random inputs (exactly for the median and the
 Krum selection, within float32 rounding for the means, whose summation order
 differs).

@@ -19,9 +19,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_chaos_report import load_chaos
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
+from tests.scripts.test_chaos_report import load_chaos
+
 pytestmark = pytest.mark.e2e
 
 #: Seconds of training (the run's time-budget) and the hard bound on the whole script.

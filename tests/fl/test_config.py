@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from fl_r2sp.config import RunConfig
+from tests.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 
 def test_pyproject_declares_every_key_with_the_same_default() -> None:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 def load_chaos() -> ModuleType:

@@ -130,7 +130,8 @@ def blacklist_run(warmup: int = 0) -> ScriptedDriver:
     """3 clients, M=1, C=1: client 2 pushes against the group except in round 3.
 
     With one group the default reference (global change) is the group's mean delta, so the
-    scores are those of the "group" reading (tests/test_paper_pins.py checks the equality).
+    scores are those of the "group" reading (tests/fl/strategies/test_paper_pins.py checks
+    the equality).
     """
     policy = FLR2SPPolicy(
         3,

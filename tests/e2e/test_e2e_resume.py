@@ -31,8 +31,8 @@ from fl_r2sp.flower.processes import (
     wait_http_ok,
 )
 from fl_r2sp.telemetry.rundir import is_complete
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 NODES = 2
 

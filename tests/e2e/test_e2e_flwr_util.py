@@ -24,8 +24,8 @@ from fl_r2sp.flower.processes import (
     stop_group,
     stop_pids,
 )
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
 

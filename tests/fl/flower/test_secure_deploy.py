@@ -24,8 +24,7 @@ from fl_r2sp.flower.secure_deploy import (
     superlink_security,
     supernode_security,
 )
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 @pytest.fixture(scope="module")

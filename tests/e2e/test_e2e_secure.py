@@ -18,8 +18,8 @@ import pytest
 
 from fl_r2sp.flower.processes import pids_matching, pids_with_env
 from fl_r2sp.telemetry.rundir import complete_run_dirs
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from experiments import verdicts
+from tests.paths import REPO
 
-HERE = Path(__file__).resolve().parent.parent / "experiments"
+HERE = REPO / "experiments"
 #: A number standing alone ("0.38", "12", "3x"); digits inside names (fl_r2sp, table4,
 #: paper-ec2, R²SP) are not figures.
 FIGURE = re.compile(

@@ -165,7 +165,7 @@ def test_dispatched_jobs_record_the_policys_group(strategy, expected) -> None:
 
 
 def test_job_timeout_rule_of_the_wall_loop() -> None:
-    # The virtual loop never fails a job on real time (tests/test_virtual_time_rules.py).
+    # The virtual loop never fails a job on real time (tests/fl/server/test_virtual_time_rules.py).
     transport = SilentTransport()
     base = LoopBase(IdlePolicy(), transport, 1, None, StopRule(), job_timeout=6.0)
     late, fresh = (

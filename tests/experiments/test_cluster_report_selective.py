@@ -7,8 +7,9 @@ from pathlib import Path
 
 from experiments.report_cluster import cluster_lines, selective_lines, spread_table
 from experiments.selective import ITEMS
+from tests.paths import REPO
 
-PUBLISHED = Path(__file__).resolve().parent.parent / "experiments" / "report"
+PUBLISHED = REPO / "experiments" / "report"
 
 
 def _write(path: Path, rows: list[dict[str, str]]) -> None:

@@ -16,6 +16,7 @@ from fl_r2sp.datasets import (
     shared_data_dir,
 )
 from fl_r2sp.datasets.plot import plot_label_histograms
+from tests.paths import REPO
 
 
 def test_federated_digits_clients_and_memo() -> None:
@@ -88,7 +89,7 @@ def test_resolve_data_dir_precedence(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_shared_data_dir_is_beside_the_repo() -> None:
-    expected = Path(__file__).resolve().parents[2] / "shared" / "data"
+    expected = REPO.parent / "shared" / "data"
     assert shared_data_dir() == (expected if expected.is_dir() else None)
 
 

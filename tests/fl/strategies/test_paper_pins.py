@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,9 @@ from fl_r2sp.strategies.factory import make_policy
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
 from fl_r2sp.strategies.params import GroupParams, OutlierParams
 from fl_r2sp.strategies.scripted import ScriptedDriver
+from tests.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 #: The paper's constants ([ToN] §VI-B, docs/paper-notes.md §2.1, §2.4) as run-config keys.
 PAPER = {

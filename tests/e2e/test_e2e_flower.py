@@ -30,8 +30,8 @@ from fl_r2sp.flower.processes import (
     pids_with_env,
 )
 from fl_r2sp.server.runner import run
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
 #: The small run every simulation test uses (keys as in pyproject.toml).
