@@ -10,10 +10,7 @@ once with the seed. Clients are served in id order.
 
 Pool exhaustion: when a client wants more samples of class ``c`` than the
 pool has left, it takes what is left and the shortfall is redistributed over
-the classes that still have samples, proportionally to the client's own
-``p_i`` (largest remainder, capped by availability, repeated until the client
-is full). If none of the client's classes have samples left, the shortfall is
-spread proportionally to the remaining pool sizes. Because
+the classes that still have samples (:mod:`fl_r2sp.datasets.redistribution`). Because
 ``num_clients * size <= len(labels)`` is checked first, every client is
 always filled. ``Partition.stats`` reports how often this happened.
 
@@ -26,28 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .paper_strict import strict_class_counts
 from .partition_base import Partition, as_labels, check_alpha, check_clients, check_fraction
-from .split import largest_remainder, round_half_up
-
-
-def _fill(p: np.ndarray, size: int, available: np.ndarray) -> tuple[np.ndarray, int]:
-    """Class counts summing to ``size`` following ``p``, never above ``available``.
-
-    Returns the counts and how many samples had to be redistributed.
-    """
-    counts = np.minimum(largest_remainder(p, size), available)
-    shortfall = moved = size - int(counts.sum())
-    while shortfall > 0:
-        room = available - counts
-        weights = np.where(room > 0, p, 0.0)
-        if weights.sum() <= 0:
-            # The client's own classes are all used up: follow what is left.
-            weights = room.astype(np.float64)
-        counts += np.minimum(largest_remainder(weights, shortfall), room)
-        # Each pass either fills the client or closes at least one class, so
-        # the loop runs at most K times.
-        shortfall = size - int(counts.sum())
-    return counts, moved
+from .redistribution import fill_counts
+from .split import round_half_up
 
 
 def paper_partition(
@@ -123,7 +102,7 @@ def paper_partition(
     avail_total = np.array([len(pl) for pl in pools], dtype=np.int64)
     indices, exhausted, moved = [], 0, 0
     for i in range(num_clients):
-        counts, diff = _fill(props[i], size, avail_total - taken)
+        counts, diff = fill_counts(props[i], size, avail_total - taken)
         exhausted, moved = exhausted + (diff > 0), moved + diff
         rows = [pools[c][taken[c] : taken[c] + counts[c]] for c in range(k)]
         taken += counts
@@ -152,8 +131,6 @@ def _strict(
     rng: np.random.Generator,
 ) -> Partition:
     """The ``paper-strict`` partition (:mod:`fl_r2sp.datasets.paper_strict`)."""
-    from .paper_strict import strict_class_counts
-
     role = np.zeros(len(conc), dtype=bool)
     role[outliers] = True
     available = np.bincount(y, minlength=k).astype(np.int64)

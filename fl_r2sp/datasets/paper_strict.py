@@ -24,8 +24,8 @@ every share at or above 0.07), so ``paper-strict`` enforces both in two steps.
    class. The rest of each client, ``size - reserves``, follows the client's
    own rounded target ``largest_remainder(p, size)`` minus what it reserved,
    drawn from what the reserves left, client by client in id order with the
-   redistribution rule of :func:`fl_r2sp.datasets.paper._fill` (a class that
-   runs out is replaced proportionally to the client's other wants).
+   redistribution rule of :mod:`fl_r2sp.datasets.redistribution` (a class
+   that runs out is replaced proportionally to the client's other wants).
 
 So the realised shares always have the property, while the flexible part of
 late clients may differ from their drawn proportions when a class runs out
@@ -39,6 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .redistribution import fill_counts
 from .split import largest_remainder
 
 #: An outlier's largest class share must be strictly above this (paper: "over 97%").
@@ -154,8 +155,6 @@ def strict_counts(
         class because their class ran out; None when some class cannot hold
         every client's reserve.
     """
-    from .paper import _fill  # the plain partition's redistribution rule
-
     reserve = reserves(props, outlier, size)
     left = np.asarray(available, dtype=np.int64) - reserve.sum(axis=0)
     if (left < 0).any():
@@ -167,7 +166,7 @@ def strict_counts(
         if extra == 0:
             continue
         want = np.maximum(largest_remainder(p, size) - reserve[i], 0)
-        got, diff = _fill(want.astype(np.float64), extra, left)
+        got, diff = fill_counts(want.astype(np.float64), extra, left)
         counts[i] += got
         left -= got
         moved += diff

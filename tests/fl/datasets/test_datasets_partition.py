@@ -14,7 +14,7 @@ from fl_r2sp.datasets import (
     paper_partition,
     speaker_partition,
 )
-from fl_r2sp.datasets.paper import _fill
+from fl_r2sp.datasets.redistribution import fill_counts
 from fl_r2sp.datasets.split import largest_remainder, round_half_up
 
 # 10 classes x 5,000 samples: pools large enough that 200 clients x 100
@@ -102,17 +102,17 @@ def test_same_seed_same_partition_bit_for_bit() -> None:
 def test_fill_redistributes_shortfall_by_client_proportions() -> None:
     # Wants 6/3/1 of class 0/1/2 but class 0 has only 2 left: the 4 missing
     # go to classes 1 and 2 in ratio 0.3 : 0.1 -> 3 and 1.
-    counts, moved = _fill(np.array([0.6, 0.3, 0.1]), 10, np.array([2, 100, 100]))
+    counts, moved = fill_counts(np.array([0.6, 0.3, 0.1]), 10, np.array([2, 100, 100]))
     np.testing.assert_array_equal(counts, [2, 6, 2])
     assert moved == 4
-    assert _fill(np.array([0.6, 0.3, 0.1]), 10, np.array([9, 9, 9]))[1] == 0
+    assert fill_counts(np.array([0.6, 0.3, 0.1]), 10, np.array([9, 9, 9]))[1] == 0
     # Own classes all empty: follow what is left (only class 2).
     np.testing.assert_array_equal(
-        _fill(np.array([1.0, 0.0, 0.0]), 4, np.array([0, 0, 9]))[0], [0, 0, 4]
+        fill_counts(np.array([1.0, 0.0, 0.0]), 4, np.array([0, 0, 9]))[0], [0, 0, 4]
     )
     # Capped twice: class 1 also runs out during redistribution.
     np.testing.assert_array_equal(
-        _fill(np.array([0.5, 0.4, 0.1]), 10, np.array([1, 2, 50]))[0], [1, 2, 7]
+        fill_counts(np.array([0.5, 0.4, 0.1]), 10, np.array([1, 2, 50]))[0], [1, 2, 7]
     )
 
 
