@@ -9,34 +9,25 @@ after the other; on a CPU ``executor-workers`` processes (one per core by
 default) train them side by side, each single-threaded with its own copy of
 the training set.
 
-A stack (:class:`StackTrainer`) holds the training set on its device once;
-each job's batch rows and augmentation are drawn on the CPU with the job's
-own seeded generator (the very draws ``train_local`` makes) and applied on
-the device, so a client's result differs from the serial one only by
-floating-point summation order. Which jobs share a stack depends only on the
-loop's sequence of submissions and collections, which the virtual clock
-fixes, and on the worker count: a seed gives the same stacks and the same
-results on every run with the same device and ``executor-workers``.
+A stack is trained by a :class:`~fl_r2sp.server.executor.stack_trainer.StackTrainer`.
+Which jobs share a stack depends only on the loop's sequence of submissions
+and collections, which the virtual clock fixes, and on the worker count: a
+seed gives the same stacks and the same results on every run with the same
+device and ``executor-workers``.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import os
 
 import torch
 
-from fl_r2sp.clients.runtime import ClientRuntime, data_for, job_seed
+from fl_r2sp.clients.runtime import ClientRuntime, data_for
 from fl_r2sp.config import RunConfig
 from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.executor.base import ExecutorError, error_reply, self_peak_rss_kb
+from fl_r2sp.server.executor.base import ExecutorError, self_peak_rss_kb
 from fl_r2sp.server.executor.pool import WorkerPool
-from fl_r2sp.training.checks import as_tensors, check_label_range
-from fl_r2sp.training.schedule import draw_schedule
-from fl_r2sp.training.stacked import train_stacked
-
-log = logging.getLogger("fl_r2sp")
+from fl_r2sp.server.executor.stack_trainer import StackTrainer
 
 #: ``executor-stack = 0``: jobs per stack by device. On a CPU, wide stacks
 #: turn convolutions into slow grouped kernels; a GPU takes all it is given.
@@ -52,21 +43,6 @@ def resolve_device(name: str) -> torch.device:
     if name not in ("cpu", "cuda"):
         raise ValueError(f"compute-device={name!r} is not one of 'auto', 'cpu', 'cuda'")
     return torch.device(name)
-
-
-def deterministic_cuda() -> None:
-    """Make CUDA kernels reproducible and exact float32 (process-wide settings).
-
-    cuBLAS needs its workspace size fixed before its first use; cuDNN must
-    not pick algorithms by timing; TF32 would round convolutions to 10-bit
-    mantissas, far outside the float tolerance promised against serial.
-    """
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def plan_stacks(batches: list[int], max_stack: int, workers: int = 1) -> list[list[int]]:
@@ -98,89 +74,6 @@ def plan_stacks(batches: list[int], max_stack: int, workers: int = 1) -> list[li
         cuts = [n * k // count for k in range(count + 1)]
         stacks += [members[cuts[k] : cuts[k + 1]] for k in range(count)]
     return stacks
-
-
-class StackTrainer:
-    """Trains lists of jobs as one stacked model on one device; the data live there once.
-
-    Parameters
-    ----------
-    cfg : RunConfig
-        The run configuration.
-    runtime : ClientRuntime
-        Supplies the model, the modelled compute time and the injected delays.
-    device : torch.device
-        Where to train.
-    """
-
-    def __init__(self, cfg: RunConfig, runtime: ClientRuntime, device: torch.device) -> None:
-        if device.type == "cuda":
-            deterministic_cuda()
-        self.cfg, self.runtime, self.device = cfg, runtime, device
-        data = data_for(cfg)
-        x, y = as_tensors(data.train.x, data.train.y, "batched executor")
-        if cfg.augment and x.dim() != 4:
-            raise ValueError(f"augment=true needs images (n, C, H, W), got {tuple(x.shape)}")
-        check_label_range(y, data.train.num_classes, "batched executor")
-        self._x, self._y = x.to(device), y.to(device)  # the training set, once
-        self._rows = [torch.from_numpy(p).long() for p in data.partition.indices]
-
-    def train(self, stack: list[Job]) -> list[Reply]:
-        """Train ``stack`` together; one reply per job, in order."""
-        cfg, seed = self.cfg, self.cfg.seed
-        rows, offsets, flips = [], [], []
-        for job in stack:
-            part = self._rows[job.cid]
-            sched = draw_schedule(
-                len(part),
-                cfg.batch_size,
-                cfg.local_iterations,
-                job_seed(seed, job.cid, job.index),
-                cfg.augment,
-            )
-            rows.append(part[sched.indices])
-            if sched.offsets is not None and sched.flips is not None:
-                offsets.append(sched.offsets)
-                flips.append(sched.flips)
-        dev = self.device
-        crops = (torch.stack(offsets).to(dev), torch.stack(flips).to(dev)) if offsets else None
-        res = train_stacked(
-            self.runtime.model,
-            [j.weights for j in stack],
-            self._x,
-            self._y,
-            torch.stack(rows).to(dev),
-            crops,
-            lr=cfg.lr,
-            momentum=cfg.momentum,
-            weight_decay=cfg.weight_decay,
-        )
-        return [
-            Reply(
-                job.cid,
-                job.index,
-                job.tag,
-                weights=res.weights[k].copy(),
-                num_examples=len(self._rows[job.cid]),
-                loss=float(res.mean_losses[k]),
-                compute_s=self.runtime.compute_seconds(job.cid),
-                delay_s=self.runtime.delay.sample_for(seed, job.cid, job.index),
-            )
-            for k, job in enumerate(stack)
-        ]
-
-    def train_safely(self, stack: list[Job]) -> list[Reply]:
-        """:meth:`train`, with an exception failing every job of the stack (as a crashing
-        ClientApp would) instead of the run."""
-        try:
-            return self.train(stack)
-        except Exception as exc:
-            log.warning("batched stack of %d jobs failed: %s", len(stack), exc)
-            return [error_reply(j, exc) for j in stack]
-
-    def release(self) -> None:
-        """Drop the device copy of the training set."""
-        self._x = self._y = torch.empty(0)
 
 
 class BatchedExecutor:

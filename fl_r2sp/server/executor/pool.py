@@ -5,7 +5,7 @@ loads the training set once (``data_for`` is memoised per process), then
 takes tasks from one shared queue until it is stopped. A task is either one
 :class:`~fl_r2sp.protocol.Job` (``kind="jobs"``: ``ClientRuntime.run``) or a
 list of jobs trained as one stacked model on the CPU (``kind="stacks"``:
-:class:`~fl_r2sp.server.executor.batched.StackTrainer`). A task's result is a
+:class:`~fl_r2sp.server.executor.stack_trainer.StackTrainer`). A task's result is a
 pure function of the task and the torch thread count, so it does not depend
 on the pool size or on which worker ran it.
 
@@ -47,7 +47,7 @@ def _compute_fn(cfg: RunConfig, kind: str) -> Callable[[Any], Any]:
     if kind == "stacks":
         import torch
 
-        from fl_r2sp.server.executor.batched import StackTrainer
+        from fl_r2sp.server.executor.stack_trainer import StackTrainer
 
         trainer = StackTrainer(cfg, runtime, torch.device("cpu"))
         return trainer.train_safely
