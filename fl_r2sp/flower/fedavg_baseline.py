@@ -19,7 +19,7 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.models.weights import flatten
 from fl_r2sp.server.evaluation import CentralEvaluator
 from fl_r2sp.server.run_files import write_run_dir
-from fl_r2sp.server.runner import RunOutput
+from fl_r2sp.server.run_output import RunOutput
 from fl_r2sp.telemetry.eventlog import EventLog
 
 

@@ -52,7 +52,8 @@ from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.records import MetricValue, arrays_of, number
 from fl_r2sp.flower.retry import RetryPolicy
 from fl_r2sp.models.weights import flatten, unflatten
-from fl_r2sp.server.runner import RunOutput, run
+from fl_r2sp.server.run_output import RunOutput
+from fl_r2sp.server.runner import run
 from fl_r2sp.strategies.aggregation import mean, weighted_mean
 from fl_r2sp.strategies.registry import SCHEMES, Scheme
 

@@ -229,7 +229,7 @@ class RunFailed(RuntimeError):
     reason : str
         What :func:`run_problem` found.
     output : Any
-        The run's :class:`~fl_r2sp.server.runner.RunOutput` (its directory is written).
+        The run's :class:`~fl_r2sp.server.run_output.RunOutput` (its directory is written).
     """
 
     def __init__(self, reason: str, output: Any = None) -> None:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -24,10 +24,23 @@ from fl_r2sp.server.transport import Transport
 from fl_r2sp.strategies.base import Decision, ModelUpdated, Policy, Record, Send, Stop, Timer
 from fl_r2sp.telemetry.eventlog import EventLog
 
-if TYPE_CHECKING:
-    from fl_r2sp.server.checkpoint import Checkpointer
-
 log = logging.getLogger("fl_r2sp")
+
+
+class StateSaver(Protocol):
+    """What the loop asks of its checkpointer (:class:`fl_r2sp.server.checkpoint.Checkpointer`).
+
+    A protocol here, so that the loops need not import the checkpoint module, which
+    imports them to rebuild them.
+    """
+
+    #: The version last written (the checkpoint module sets it on resume).
+    saved_version: int
+
+    def maybe_save(self, loop: LoopBase) -> bool:
+        """Save ``loop``'s state if a checkpoint is due; True if saved."""
+        ...
+
 
 Evaluator = Callable[[np.ndarray], tuple[float, float]]
 
@@ -140,7 +153,7 @@ class LoopBase:
         self.replies: list[tuple[int, int]] = []  # (cid, job) of every reply received
         self._wall0 = time.perf_counter()
         #: Saves the loop's state every k updates (fl_r2sp.server.checkpoint); set by the runner.
-        self.checkpointer: Checkpointer | None = None
+        self.checkpointer: StateSaver | None = None
         self.admission = (
             admission
             if admission is not None

@@ -9,14 +9,14 @@ leaves a folder that readers skip. The folder name is unique: a taken name gets 
 from __future__ import annotations
 
 import io
-import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from fl_r2sp.config import RunConfig
+from fl_r2sp.server.run_output import RunOutput
 from fl_r2sp.telemetry.rundir import (
     atomic_write_bytes,
     atomic_write_json,
@@ -25,9 +25,6 @@ from fl_r2sp.telemetry.rundir import (
     reserve_run_dir,
     staged,
 )
-
-if TYPE_CHECKING:
-    from fl_r2sp.server.runner import RunOutput
 
 #: Sampling interval of the server-link traces (the paper's nethogs: 100 ms).
 TRACE_INTERVAL = 0.1
@@ -124,8 +121,3 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
         keys += [k for k in row if k not in keys]
     lines = [",".join(keys)] + [",".join(str(r.get(k, "")) for k in keys) for r in rows]
     return "\n".join(lines) + "\n"
-
-
-def read_config(directory: Path) -> dict[str, Any]:
-    """The run config stored in a run folder's ``config.json`` (kebab-case keys)."""
-    return dict(json.loads((directory / "config.json").read_text())["config"])

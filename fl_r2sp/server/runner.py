@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,43 +26,15 @@ from fl_r2sp.server.admission import Admission, AdmissionParams, RunFailed, run_
 from fl_r2sp.server.checkpoint import attach, load_checkpoint, resume
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
 from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
+from fl_r2sp.server.run_output import RunOutput
 from fl_r2sp.server.transport import Transport
 from fl_r2sp.server.virtual_loop import VirtualLoop
 from fl_r2sp.server.wall_loop import WallLoop
 from fl_r2sp.strategies.base import Policy
 from fl_r2sp.strategies.factory import STRATEGIES, make_policy
 from fl_r2sp.strategies.registry import scheme
-from fl_r2sp.telemetry.eventlog import EventLog
 
 log = logging.getLogger("fl_r2sp")
-
-
-@dataclass
-class RunOutput:
-    """What a finished run leaves behind.
-
-    Attributes
-    ----------
-    weights : np.ndarray
-        Final global model (flat float32).
-    history : list of dict
-        Central evaluations: version, time, loss, accuracy, wall.
-    summary : dict
-        Headline figures (final accuracy, avg push/pull/round, outliers ...).
-    events : EventLog
-        Job rows and policy records.
-    traces : dict
-        Server link traces: name -> (interval start times, bytes).
-    run_dir : Path or None
-        Where the files were written (None if not written).
-    """
-
-    weights: np.ndarray
-    history: list[dict[str, float]]
-    summary: dict[str, Any]
-    events: EventLog
-    traces: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    run_dir: Path | None = None
 
 
 def run(

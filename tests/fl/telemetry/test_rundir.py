@@ -10,7 +10,8 @@ import pytest
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.server import run_files
-from fl_r2sp.server.runner import RunOutput, run
+from fl_r2sp.server.run_output import RunOutput
+from fl_r2sp.server.runner import run
 from fl_r2sp.telemetry.eventlog import EventLog
 from fl_r2sp.telemetry.rundir import (
     MARKER,
