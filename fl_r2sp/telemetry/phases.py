@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.telemetry._values import as_float
+from fl_r2sp.telemetry.values import as_float
 
 PHASES = ("pull", "train", "delay", "push", "wait")
 _EDGES = {

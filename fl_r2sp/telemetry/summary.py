@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from fl_r2sp.telemetry._format import format_summary
-from fl_r2sp.telemetry._values import as_flag, as_float, describe, has_text, mean_cv, span
+from fl_r2sp.telemetry.values import as_flag, as_float, describe, has_text, mean_cv, span
 from fl_r2sp.telemetry.phases import concurrency_stats
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Statistics of a cluster run's worker rows and PS arrivals, and reading them back.
 
 Rows may come from memory (numbers) or from the CSV files (strings, ``""`` for missing): the
-readers of :mod:`fl_r2sp.telemetry._values` treat anything unreadable as missing, so a run
+readers of :mod:`fl_r2sp.telemetry.values` treat anything unreadable as missing, so a run
 that ended early still summarises.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.telemetry._values import as_float, describe, span
+from fl_r2sp.telemetry.values import as_float, describe, span
 from fl_r2sp.telemetry.summary import inter_update_gaps
 
 Row = Mapping[str, Any]
