@@ -1,14 +1,41 @@
-"""The package layout: no import cycle between subpackages, Flower-free policies.
+"""The package layout: no import cycle between modules, no private import, Flower-free policies.
 
-The import graph is built statically (``ast`` over every ``.py`` file under
-``fl_r2sp/``, imports inside functions included, relative imports resolved)
-at the level of *units*: a subpackage (``fl_r2sp.server``) or a top-level
-module (``fl_r2sp.config``, ``fl_r2sp.protocol``). A cycle between units
-fails with the cycle and the import lines that make it. One edge is allowed
-by name: the lazy re-export of the Flower classes in
-``fl_r2sp/strategies/__init__.py`` (inside its module ``__getattr__``, which
-runs only when a user asks for ``FLR2SP`` & co.); a fresh interpreter checks
-that it stays lazy.
+The import graph is built statically (``ast`` over every ``.py`` file of a
+package, imports inside functions and under ``TYPE_CHECKING`` included,
+relative imports resolved). Each import is resolved to the *module* it names:
+
+* ``import a.b.c`` -> the longest prefix of ``a.b.c`` that is a module;
+* ``from pkg import name`` -> ``pkg.name`` when that is a module (a
+  submodule), else ``pkg`` itself (the module that defines or re-exports
+  ``name``).
+
+**How a package's ``__init__`` counts.** It is the module named after the
+package, with the edges it writes itself. Importing ``pkg.sub`` is an edge to
+``pkg.sub`` only: Python runs ``pkg/__init__.py`` first, but that implicit
+parent import is not an edge, since an ``__init__`` that re-exports its
+submodules would otherwise form a cycle with every one of them. Importing a
+*name* from ``pkg`` (not a submodule) is an edge to ``pkg``: a submodule that
+does so while ``pkg/__init__`` imports it is a real cycle (it sees a half
+initialised package).
+
+What is checked, for ``fl_r2sp`` and ``experiments``:
+
+* **no cycle between modules**: each strongly connected set of modules is
+  reported with one cycle through it and the import lines that make it;
+* **no private name imported across modules**: ``from m import _x`` where
+  ``m`` is a project module and ``_x`` is not one of its submodules
+  (``__future__`` and dunder names excluded); a private *module*
+  (``pkg/_m.py``) may be imported only from inside ``pkg``;
+* for ``fl_r2sp`` also, at the level of *units* (a subpackage such as
+  ``fl_r2sp.server`` or a top-level module such as ``fl_r2sp.config``): no
+  cycle between units and no import against the layers; and the policy
+  modules import no Flower, torch, clock or global RNG, directly or through
+  other ``fl_r2sp`` modules.
+
+One edge is allowed by name (:data:`ALLOWED_LAZY`): the lazy re-export of the
+Flower classes in ``fl_r2sp/strategies/__init__.py`` (inside its module
+``__getattr__``, PEP 562, which runs only when a user asks for ``FLR2SP`` &
+co.); a fresh interpreter checks that it stays lazy.
 """
 
 from __future__ import annotations
@@ -27,14 +54,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "fl_r2sp"
+#: The packages held to the module-level rules (cycles, private imports).
+CHECKED = ("fl_r2sp", "experiments")
 
 #: Modules the policies must not import (directly or through fl_r2sp modules):
 #: the policies are plain decisions over NumPy vectors, with no Flower, no
 #: torch, no wall-clock reads and no global RNG.
 POLICY_FORBIDDEN = frozenset({"flwr", "torch", "time", "random"})
 
-#: (file relative to the package's parent, function, target unit) of the one allowed back edge.
-ALLOWED_LAZY = {("fl_r2sp/strategies/__init__.py", "__getattr__", "flower")}
+#: (file relative to the package's parent, function, imported module) of the one allowed
+#: back edge: the PEP 562 lazy re-export of the Flower strategies.
+ALLOWED_LAZY = {("fl_r2sp/strategies/__init__.py", "__getattr__", "fl_r2sp.flower.strategy")}
 
 #: Unit -> units it must never import. The layers, bottom up: the leaves (protocol, datasets,
 #: models, training, emulation, telemetry); strategies (the policies and their parameter
@@ -56,13 +86,14 @@ FORBIDDEN_EDGES: Mapping[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class Edge:
-    """One import statement: ``src`` module imports ``dst`` module."""
+    """One imported module or name: module ``src`` imports (from) module ``dst``."""
 
     src: str
-    dst: str
+    dst: str  # the module, resolved as the module docstring says (outside modules: as written)
     file: str
     line: int
     function: str | None  # innermost enclosing function, None at module level
+    name: str | None = None  # the name of ``from dst import name``; None for ``import dst``
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -81,8 +112,21 @@ def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports_in(path: Path, root: Path) -> list[Edge]:
-    """Every import in ``path`` (module level and inside functions), as edges."""
+def _owner(name: str, modules: frozenset[str]) -> str:
+    """The longest prefix of ``name`` in ``modules``; ``name`` itself outside them."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in modules:
+            return ".".join(parts[:end])
+    return name
+
+
+def imports_in(path: Path, root: Path, modules: frozenset[str] = frozenset()) -> list[Edge]:
+    """Every import in ``path`` (module level and inside functions), as resolved edges.
+
+    ``modules`` are the known module names (see the module docstring for how an
+    import resolves to one of them).
+    """
     module = module_name(path, root)
     rel = path.relative_to(root).as_posix()
     is_package = path.name == "__init__.py"
@@ -96,31 +140,57 @@ def imports_in(path: Path, root: Path) -> list[Edge]:
                 else function
             )
             if isinstance(child, ast.Import):
-                edges.extend(Edge(module, a.name, rel, child.lineno, function) for a in child.names)
+                edges.extend(
+                    Edge(module, _owner(a.name, modules), rel, child.lineno, function)
+                    for a in child.names
+                )
             elif isinstance(child, ast.ImportFrom):
                 target = _resolve(child, module, is_package)
-                # `from pkg import sub` may name a submodule: keep both candidates.
-                edges.append(Edge(module, target, rel, child.lineno, function))
-                edges.extend(
-                    Edge(module, f"{target}.{a.name}", rel, child.lineno, function)
-                    for a in child.names
-                    if a.name != "*"
-                )
+                for a in child.names:
+                    sub = f"{target}.{a.name}"
+                    dst = sub if sub in modules else _owner(target, modules)
+                    name = None if sub in modules or a.name == "*" else a.name
+                    edges.append(Edge(module, dst, rel, child.lineno, function, name))
             visit(child, inner)
 
     visit(ast.parse(path.read_text(), filename=str(path)), None)
     return edges
 
 
+def modules_in(package: Path) -> frozenset[str]:
+    """Dotted names of every module of ``package`` (a directory with ``__init__.py``)."""
+    return frozenset(module_name(f, package.parent) for f in package.rglob("*.py"))
+
+
 def all_edges(package: Path) -> list[Edge]:
-    """Import edges of every module of ``package`` (a directory with ``__init__.py``)."""
-    return [e for f in sorted(package.rglob("*.py")) for e in imports_in(f, package.parent)]
+    """Import edges of every module of ``package``, resolved against its modules."""
+    modules = modules_in(package)
+    return [
+        e for f in sorted(package.rglob("*.py")) for e in imports_in(f, package.parent, modules)
+    ]
 
 
 @functools.cache
+def package_edges(package: str) -> tuple[Edge, ...]:
+    """:func:`all_edges` of a package of the repository (parsed once per test session)."""
+    return tuple(all_edges(ROOT / package))
+
+
 def repo_edges() -> tuple[Edge, ...]:
-    """:func:`all_edges` of ``fl_r2sp`` (parsed once per test session)."""
-    return tuple(all_edges(PACKAGE))
+    """:func:`all_edges` of ``fl_r2sp``."""
+    return package_edges("fl_r2sp")
+
+
+def module_graph(
+    edges: Iterable[Edge], modules: frozenset[str], allowed: set[tuple[str, str, str]]
+) -> dict[str, dict[str, list[Edge]]]:
+    """Module -> imported module of ``modules`` -> its edges (self-edges, ``allowed`` dropped)."""
+    graph: dict[str, dict[str, list[Edge]]] = {}
+    for e in edges:
+        if e.dst not in modules or e.dst == e.src or (e.file, e.function, e.dst) in allowed:
+            continue
+        graph.setdefault(e.src, {}).setdefault(e.dst, []).append(e)
+    return graph
 
 
 def unit_of(module: str, package: str) -> str | None:
@@ -136,7 +206,7 @@ def unit_graph(
     graph: dict[str, dict[str, list[Edge]]] = {}
     for e in edges:
         src, dst = unit_of(e.src, package), unit_of(e.dst, package)
-        if src is None or dst is None or src == dst or (e.file, e.function, dst) in allowed:
+        if src is None or dst is None or src == dst or (e.file, e.function, e.dst) in allowed:
             continue
         graph.setdefault(src, {}).setdefault(dst, []).append(e)
     return graph
@@ -165,13 +235,74 @@ def find_cycle(graph: Mapping[str, Iterable[str]]) -> list[str] | None:
     return None
 
 
+def tangles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected sets of two or more nodes of ``graph``, each sorted.
+
+    Every cycle of the graph lies inside one of them; none means no cycle.
+    """
+    reach: dict[str, set[str]] = {}
+    for start in graph:  # the graphs here have a few hundred nodes: plain search is enough
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        reach[start] = seen
+    groups = {frozenset(b for b in reach[a] if a in reach.get(b, ())) | {a} for a in reach}
+    return sorted(sorted(g) for g in groups if len(g) > 1)
+
+
+def cycle_report(graph: Mapping[str, Mapping[str, list[Edge]]]) -> list[str]:
+    """For each tangle of ``graph``: its members and one cycle through it, line by line."""
+    out = []
+    for group in tangles(graph):
+        inside = {a: [b for b in graph.get(a, {}) if b in group] for a in group}
+        cycle = find_cycle(inside)
+        assert cycle is not None  # a strongly connected set holds a cycle
+        out.append(
+            f"{len(group)} modules in a tangle: {', '.join(group)}\n{describe(cycle, graph)}"
+        )
+    return out
+
+
 def describe(cycle: list[str], graph: Mapping[str, Mapping[str, list[Edge]]]) -> str:
     """The cycle with one import line per step."""
     steps = []
     for a, b in itertools.pairwise(cycle):
         e = graph[a][b][0]
-        steps.append(f"  {a} -> {b}: {e.file}:{e.line} imports {e.dst}")
+        where = f" (in {e.function})" if e.function else ""
+        steps.append(f"  {a} -> {b}: {e.file}:{e.line}{where} imports {e.dst}")
     return "import cycle " + " -> ".join(cycle) + "\n" + "\n".join(steps)
+
+
+def private_imports(edges: Iterable[Edge], project: frozenset[str]) -> list[str]:
+    """Imports of a private name, or of a private module from outside its package.
+
+    Parameters
+    ----------
+    edges : iterable of Edge
+        Resolved import edges.
+    project : frozenset of str
+        The top-level names of the project's packages; other imports are not checked.
+    """
+    bad = []
+    for e in edges:
+        if e.dst.split(".")[0] not in project:
+            continue
+        where = f"{e.file}:{e.line}"
+        if e.name and _private(e.name) and e.dst != e.src:
+            bad.append(f"{where} imports the private name {e.name} of {e.dst}")
+        parts = e.dst.split(".")
+        for i, part in enumerate(parts):
+            home = ".".join(parts[:i])
+            if _private(part) and not (e.src + ".").startswith(home + "."):
+                bad.append(f"{where} imports the private module {e.dst} from outside {home}")
+    return bad
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
 def policy_files() -> list[Path]:
@@ -186,6 +317,20 @@ def test_no_import_cycle_between_subpackages() -> None:
     assert {"config", "clients", "server", "flower"} <= set(graph)  # the graph is not empty
     cycle = find_cycle(graph)
     assert cycle is None, describe(cycle, graph)
+
+
+@pytest.mark.parametrize("package", CHECKED)
+def test_no_import_cycle_between_modules(package: str) -> None:
+    graph = module_graph(package_edges(package), modules_in(ROOT / package), ALLOWED_LAZY)
+    assert len(graph) >= 10  # the graph is not empty
+    report = cycle_report(graph)
+    assert not report, "\n\n".join(report)
+
+
+@pytest.mark.parametrize("package", CHECKED)
+def test_no_private_name_imported_across_modules(package: str) -> None:
+    bad = private_imports(package_edges(package), frozenset(CHECKED))
+    assert not bad, "private names imported across modules:\n" + "\n".join(sorted(set(bad)))
 
 
 def test_no_import_against_the_layers() -> None:
@@ -207,7 +352,7 @@ def test_the_lazy_reexport_is_the_only_edge_out_of_strategies_into_flower() -> N
         if unit_of(e.src, "fl_r2sp") == "strategies" and unit_of(e.dst, "fl_r2sp") == "flower"
     ]
     assert edges, "the public re-export of the Flower classes is gone"
-    assert {(e.file, e.function, "flower") for e in edges} <= ALLOWED_LAZY
+    assert {(e.file, e.function, e.dst) for e in edges} <= ALLOWED_LAZY
 
 
 def test_policy_modules_import_no_flower_torch_clock_or_global_rng() -> None:
@@ -222,7 +367,7 @@ def test_policy_modules_import_no_flower_torch_clock_or_global_rng() -> None:
         while todo:  # follow fl_r2sp imports: a helper importing torch taints the policy too
             mod = todo.pop()
             for e in by_module.get(mod, []):
-                if (e.file, e.function, unit_of(e.dst, "fl_r2sp")) in ALLOWED_LAZY:
+                if (e.file, e.function, e.dst) in ALLOWED_LAZY:
                     continue
                 if e.dst.split(".")[0] in POLICY_FORBIDDEN:
                     bad.append(f"{start}: {e.file}:{e.line} imports {e.dst}")
@@ -265,9 +410,68 @@ def test_checker_finds_a_cycle_hidden_in_a_function_and_a_relative_import(tmp_pa
     assert "pkg/high/b.py:1 imports pkg.low.a" in text and "pkg/low/a.py:2" in text
     # The same edge, declared lazy, is no longer a cycle.
     assert (
-        find_cycle(unit_graph(all_edges(tmp_path / "pkg"), "pkg", {("pkg/low/a.py", "f", "high")}))
+        find_cycle(
+            unit_graph(all_edges(tmp_path / "pkg"), "pkg", {("pkg/low/a.py", "f", "pkg.high.b")})
+        )
         is None
     )
+
+
+def test_module_checker_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            # A package __init__ that re-exports its submodules is no cycle with them ...
+            "pkg/__init__.py": "from pkg.a import f\nfrom pkg.c import g\n",
+            "pkg/a.py": "def f():\n    from . import b\n    return b\n",
+            "pkg/b.py": "from pkg.a import f\n",
+            # ... but a submodule importing a name from the package that imports it is one.
+            "pkg/c.py": "def g():\n    return 1\n",
+            "pkg/d.py": "from pkg import f\n",
+        },
+    )
+    modules = modules_in(tmp_path / "pkg")
+    assert modules == {"pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d"}
+    graph = module_graph(all_edges(tmp_path / "pkg"), modules, set())
+    report = cycle_report(graph)
+    assert len(report) == 1 and report[0].startswith("2 modules in a tangle: pkg.a, pkg.b")
+    assert "pkg/a.py:2 (in f) imports pkg.b" in report[0] and "pkg/b.py:1" in report[0]
+    (tmp_path / "pkg/c.py").write_text("from pkg import f\n\n\ndef g():\n    return f\n")
+    report = cycle_report(module_graph(all_edges(tmp_path / "pkg"), modules, set()))
+    assert len(report) == 2 and report[0].startswith("2 modules in a tangle: pkg, pkg.c\n")
+    # The function-level edge, declared lazy, is no longer a cycle.
+    allowed = {("pkg/a.py", "f", "pkg.b")}
+    assert len(cycle_report(module_graph(all_edges(tmp_path / "pkg"), modules, allowed))) == 1
+
+
+def test_tangles_groups_every_module_of_a_cycle() -> None:
+    graph = {"a": ["b"], "b": ["c", "d"], "c": ["a"], "d": ["e"], "e": ["d"], "f": ["a"]}
+    assert tangles(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert tangles({"a": ["b"], "b": ["c"]}) == []
+
+
+def test_private_checker_finds_private_names_and_modules(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from __future__ import annotations\n_hidden = 1\nshown = 2\n",
+            "pkg/b.py": "from pkg.a import __doc__, shown\n\n\ndef f():\n"
+            "    from .a import _hidden\n",
+            "pkg/sub/__init__.py": "from . import _impl\n",
+            "pkg/sub/_impl.py": "y = 1\n",
+            "pkg/sub/c.py": "from ._impl import y\nfrom pkg.sub._impl import y as z\n",
+            "pkg/d.py": (
+                "import numpy._core\nfrom pkg.sub._impl import y\nfrom pkg.sub import _impl\n"
+            ),
+        },
+    )
+    bad = private_imports(all_edges(tmp_path / "pkg"), frozenset({"pkg"}))
+    assert bad == [
+        "pkg/b.py:5 imports the private name _hidden of pkg.a",
+        "pkg/d.py:2 imports the private module pkg.sub._impl from outside pkg.sub",
+        "pkg/d.py:3 imports the private module pkg.sub._impl from outside pkg.sub",
+    ]
 
 
 def test_this_repository_with_one_more_import_would_fail() -> None:
