@@ -46,4 +46,5 @@ class KwsLSTM(nn.Module):
                 f"KwsLSTM expects (batch, frames, features), got shape {tuple(x.shape)}"
             )
         out, _ = self.lstm(x)
-        return self.head(out[:, -1, :])
+        logits: torch.Tensor = self.head(out[:, -1, :])  # nn.Module calls are typed Any
+        return logits

@@ -170,4 +170,4 @@ def serialized_size(model: nn.Module) -> int:
     as a 4-byte float like the rest): ResNet-20 has 272,474 parameters but
     274,063 state values, i.e. 1,096,252 bytes.
     """
-    return 4 * sum(t.numel() for t in model.state_dict().values())
+    return 4 * sum(int(t.numel()) for t in model.state_dict().values())

@@ -137,7 +137,7 @@ def train_local(
             check_label_range(yt, logits.shape[1], "train_local")
         loss = F.cross_entropy(logits, yb.to(device))
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        torch.autograd.backward(loss)  # Tensor.backward itself is untyped
         opt.step()
         total += loss.detach().double().cpu()
     return TrainResult(
