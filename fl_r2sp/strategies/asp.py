@@ -132,22 +132,33 @@ class ASPPolicy(Policy):
         self._w = mix(self._w, update.weights, weight)
         self._version += 1
         out: list[Decision] = [
-            Record(
-                "client_update",
-                {
-                    "t": now,
-                    "cid": cid,
-                    "tag": update.tag,
-                    "staleness": staleness,
-                    "weight": weight,
-                    "version": self._version,
-                    "loss": update.loss,
-                    "num_examples": update.num_examples,
-                },
-            ),
+            self._update_record(now, cid, update, staleness, weight),
             ModelUpdated(self._version, self._w),
         ]
         return out + self._send([cid])
+
+    def _update_record(
+        self, now: float, cid: int, update: Update, staleness: int, weight: float, **extra: Any
+    ) -> Record:
+        """The ``client_update`` record of an admitted update.
+
+        ``extra`` fields (FedBuff's ``buffered``) come after ``weight``, so the
+        columns keep one order; ``version`` is the one current at the call.
+        """
+        return Record(
+            "client_update",
+            {
+                "t": now,
+                "cid": cid,
+                "tag": update.tag,
+                "staleness": staleness,
+                "weight": weight,
+                **extra,
+                "version": self._version,
+                "loss": update.loss,
+                "num_examples": update.num_examples,
+            },
+        )
 
     def on_failure(self, now: float, cid: int, tag: int, reason: str) -> list[Decision]:
         cid = self._known(cid)

@@ -79,20 +79,7 @@ class FedBuffPolicy(ASPPolicy):
         self._buffer += weight * delta  # summed in arrival order: deterministic
         self._buffered += 1
         out: list[Decision] = [
-            Record(
-                "client_update",
-                {
-                    "t": now,
-                    "cid": cid,
-                    "tag": update.tag,
-                    "staleness": staleness,
-                    "weight": weight,
-                    "buffered": self._buffered,
-                    "version": self._version,
-                    "loss": update.loss,
-                    "num_examples": update.num_examples,
-                },
-            )
+            self._update_record(now, cid, update, staleness, weight, buffered=self._buffered)
         ]
         if self._buffered >= self.buffer_size:
             out += self._step(now)
