@@ -17,8 +17,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fl_r2sp.telemetry.values import as_float, span
 from fl_r2sp.telemetry.phases import job_phases
+from fl_r2sp.telemetry.values import as_float, span
 
 COLOURS = {
     "pull": "#1f77b4",

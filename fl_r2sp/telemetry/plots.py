@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from fl_r2sp.telemetry.values import as_float
 from fl_r2sp.telemetry.gantt import plot_gantt
 from fl_r2sp.telemetry.phases import job_phases
 from fl_r2sp.telemetry.summary import apply_times
+from fl_r2sp.telemetry.values import as_float
 
 __all__ = [
     "plot_accuracies",

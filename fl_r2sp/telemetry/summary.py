@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from fl_r2sp.telemetry._format import format_summary
-from fl_r2sp.telemetry.values import as_flag, as_float, describe, has_text, mean_cv, span
 from fl_r2sp.telemetry.phases import concurrency_stats
+from fl_r2sp.telemetry.values import as_flag, as_float, describe, has_text, mean_cv, span
 
 __all__ = [
     "apply_times",

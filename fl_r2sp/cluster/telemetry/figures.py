@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.telemetry.values import as_float, span
 from fl_r2sp.telemetry.gantt import plot_gantt
 from fl_r2sp.telemetry.plots import plot_gap_cdf
+from fl_r2sp.telemetry.values import as_float, span
 
 from .stats import read_rows, shard_gaps
 

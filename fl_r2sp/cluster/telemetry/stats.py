@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.telemetry.values import as_float, describe, span
 from fl_r2sp.telemetry.summary import inter_update_gaps
+from fl_r2sp.telemetry.values import as_float, describe, span
 
 Row = Mapping[str, Any]
 #: Gaps at most this long (s) count as "zero" (updates that arrive back to back).
