@@ -187,9 +187,7 @@ class GroupScorer:
         due = [
             c
             for c in group.members
-            if c in self._since
-            and c not in busy
-            and group.round - self._since[c] >= self.probation
+            if c in self._since and c not in busy and group.round - self._since[c] >= self.probation
         ]
         for cid in due:
             self._since[cid] = group.round

@@ -155,6 +155,19 @@ def test_probation_readmits_a_client_that_agrees_again() -> None:
     assert drv.policy.version == 5
 
 
+def test_a_late_probation_update_is_judged_on_arrival() -> None:
+    drv = outlier_run(OutlierParams(rule="relative", probation=1))  # 4, 5 banned at t=3
+    for cid in (0, 1, 2, 3, 6):  # round 3 completes (5 of 6 active) before 4 answers
+        drv.update(4.0, cid, delta=[1.0, 0.0])
+    assert drv.policy.version == 4
+    drv.update(4.5, 4, delta=[1.0, 0.0])  # tag 3: against round 3's reference (1, 0), cut 0.7
+    (row,) = drv.records("probation")
+    assert (row["cid"], row["round"], row["readmitted"]) == (4, 3, True)
+    t, send = drv.of(Send)[-1]  # readmitted: the group's current round at once
+    assert (t, send.cids, send.tag) == (4.5, (4,), 4)
+    assert drv.policy.summary()["blacklisted"] == [5]
+
+
 def test_probation_is_off_by_default() -> None:
     drv = outlier_run(RELATIVE)
     assert not [s for t, s in drv.of(Send) if t == 3.0 and 4 in s.cids]
@@ -164,7 +177,8 @@ def test_oracle_excludes_exactly_the_known_outliers_from_the_start() -> None:
     cfg = RunConfig(num_partitions=8, num_groups=2, outlier_rule="oracle")
     drv = ScriptedDriver(make_policy(cfg, range(8), frozenset({1, 6})))
     sends = drv.start([0.0, 0.0])
-    assert [(s.cids, s.tag) for s in sends if isinstance(s, Send)] == [((0, 2, 4), 0), ((3, 5, 7), 0)]
+    jobs = [(s.cids, s.tag) for s in sends if isinstance(s, Send)]
+    assert jobs == [((0, 2, 4), 0), ((3, 5, 7), 0)]
     assert drv.records("blacklist") == [
         {"t": 0.0, "cid": 1, "group": 1, "known_outlier": True},
         {"t": 0.0, "cid": 6, "group": 0, "known_outlier": True},
