@@ -27,7 +27,14 @@ field of :class:`~fl_r2sp.strategies.params.GroupParams` or
   released with the others if the group has collected but not yet applied;
 * collected deltas are scored by cosine against the reference delta
   (:mod:`fl_r2sp.strategies.scoring`) after the application; a client is
-  excluded from the round *after* its ``rounds``-th consecutive low score.
+  excluded from the round *after* its ``rounds``-th consecutive low score
+  (what is low: ``outlier-rule``, :mod:`fl_r2sp.strategies.outlier_rules`; the
+  ``oracle`` rule excludes the known outliers at ``start`` instead);
+* probation (``relative`` rule, ``outlier-probation = K > 0``): K group rounds
+  after its ban a blacklisted member is sent the group's new model with the
+  others; its update is held with the round, scored with it, never aggregated
+  nor counted toward the threshold, and readmits the client when not low (a
+  late one is judged on arrival against the group's latest reference).
 
 Failure, rejection and rejoin handlers: :mod:`fl_r2sp.strategies.flr2sp_liveness`.
 Records: :mod:`fl_r2sp.strategies.flr2sp_records` lists every row kind and its fields;
