@@ -114,9 +114,12 @@ class GroupScorer:
     ) -> list[Decision]:
         """Score a straggler against the group's last reference (when enabled and known).
 
-        A straggler of a warm-up round is not scored: the warm-up leaves whole rounds unscored.
+        A straggler of a warm-up round is not scored: the warm-up leaves whole rounds unscored;
+        nor is one under the relative rule before its group has a scored round (no cut yet).
         """
         if not self.stragglers or group.last_reference is None or update.tag < self.warmup:
+            return []
+        if self.relative and group.gid not in self._cuts:
             return []
         delta = np.asarray(update.weights, np.float64) - np.asarray(sent, np.float64)
         score = cosine(delta, group.last_reference)

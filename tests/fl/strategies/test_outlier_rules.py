@@ -237,3 +237,26 @@ def test_stragglers_of_warmup_rounds_are_not_scored() -> None:
 def test_oracle_is_not_the_default() -> None:
     assert OutlierParams().rule == "paper" and RunConfig().outlier_rule == "paper"
     assert np.isclose(OutlierParams().cap, 0.25) and OutlierParams().probation == 0
+
+
+def test_relative_rule_scores_no_straggler_before_its_groups_first_cut() -> None:
+    # Warm-up 1, M = 2, C = 1/2. G0 applies round 0 at t=1 (T = 1, gap 0.5), G1 at 1.5; c3's
+    # round-0 update at 1.5 is a warm-up straggler (not scored) and gets G1's round-1 job.
+    # At t=3 G1 collects round 1 and waits for G0's turn; c3's round-1 update (3.5) is a
+    # straggler while G1's last reference is its warm-up round's, which has no cut: under the
+    # relative rule it is not scored; under the paper's rule it is (against β).
+    scored = {}
+    for rule in ("relative", "paper"):
+        outliers = OutlierParams(rule=rule, score_stragglers=True, warmup=1)
+        drv = ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=2, fraction=0.5), outliers))
+        drv.start([0.0, 0.0])
+        drv.update(1.0, 0, [1.0, 0.0])
+        drv.update(1.0, 1, [1.0, 0.0])
+        drv.update(1.5, 3, [1.0, 0.0])
+        assert drv.jobs[3][0] == 1
+        drv.update(3.0, 1, delta=[1.0, 0.0])
+        drv.update(3.5, 3, delta=[1.0, 1.0])
+        scored[rule] = [
+            (r["cid"], r["round"]) for r in drv.records("client_score") if r["straggler"]
+        ]
+    assert scored == {"relative": [], "paper": [(3, 1)]}
