@@ -22,6 +22,7 @@ from fl_r2sp.config_checks import check_values
 from fl_r2sp.config_checks import coerce as _coerce
 from fl_r2sp.config_checks import key_of as _k
 from fl_r2sp.strategies.aggregation import AggregationKind
+from fl_r2sp.strategies.outlier_rules import OutlierRuleKind
 from fl_r2sp.strategies.params import (
     BSP_SAMPLING,
     MAX_FAILURES,
@@ -112,7 +113,34 @@ class RunConfig:
         "Reference delta of the cosine score: global-change (the paper's global update "
         "w_new - start_G), group, group-loo or global-step.",
     )
-    outlier_warmup: int = _f(_OUTLIERS.warmup, "Group rounds not scored at the start (paper: 0).")
+    outlier_warmup: int = _f(
+        _OUTLIERS.warmup, "Group rounds not scored at the start, stragglers included (paper: 0)."
+    )
+    outlier_rule: OutlierRuleKind = _f(
+        _OUTLIERS.rule,
+        "What blacklists (fl_r2sp/strategies/outlier_rules.py): paper (cosine below "
+        "cosine-threshold for outlier-rounds scored rounds), relative (below the group round's "
+        "median by more than outlier-mad-k robust deviations for outlier-rounds rounds, with "
+        "outlier-cap and outlier-probation) or oracle (the partition's known outliers are "
+        "excluded from the start: an experiment's ceiling, never a default).",
+    )
+    outlier_mad_k: float = _f(
+        _OUTLIERS.mad_k, "relative: k, robust deviations (1.4826 x MAD) below the median (> 0)."
+    )
+    outlier_mad_floor: float = _f(
+        _OUTLIERS.mad_floor,
+        "relative: least robust deviation in cosine units (>= 0): agreeing groups flag nobody.",
+    )
+    outlier_cap: float = _f(
+        _OUTLIERS.cap,
+        "relative: most share of a group's members blacklisted, in [0, 1]; never more than "
+        "members - ceil(C * members), so the group keeps its full collection quorum.",
+    )
+    outlier_probation: int = _f(
+        _OUTLIERS.probation,
+        "relative: group rounds after which a blacklisted client is re-scored (not aggregated) "
+        "and readmitted if its score is not low again (0 = never).",
+    )
     score_stragglers: bool = _f(
         _OUTLIERS.score_stragglers, "Also score straggler updates for the outlier filter."
     )

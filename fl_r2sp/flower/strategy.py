@@ -116,10 +116,12 @@ class EventDrivenStrategy(Strategy):
             c.ema_weight,
         )
         log.info(
-            "\t└── outlier filter %s (beta=%.2f, %d rounds)",
+            "\t└── outlier filter %s (rule %s, beta=%.2f, %d rounds, warm-up %d)",
             c.outlier_filter,
+            c.outlier_rule,
             c.cosine_threshold,
             c.outlier_rounds,
+            c.outlier_warmup,
         )
 
     # pylint: disable=too-many-arguments

@@ -27,7 +27,14 @@ field of :class:`~fl_r2sp.strategies.params.GroupParams` or
   released with the others if the group has collected but not yet applied;
 * collected deltas are scored by cosine against the reference delta
   (:mod:`fl_r2sp.strategies.scoring`) after the application; a client is
-  excluded from the round *after* its ``rounds``-th consecutive low score.
+  excluded from the round *after* its ``rounds``-th consecutive low score
+  (what is low: ``outlier-rule``, :mod:`fl_r2sp.strategies.outlier_rules`; the
+  ``oracle`` rule excludes the known outliers at ``start`` instead);
+* probation (``relative`` rule, ``outlier-probation = K > 0``): K group rounds
+  after its ban a blacklisted member is sent the group's new model with the
+  others; its update is held with the round, scored with it, never aggregated
+  nor counted toward the threshold, and readmits the client when not low (a
+  late one is judged on arrival against the group's latest reference).
 
 Failure, rejection and rejoin handlers: :mod:`fl_r2sp.strategies.flr2sp_liveness`.
 Records: :mod:`fl_r2sp.strategies.flr2sp_records` lists every row kind and its fields;
@@ -64,6 +71,7 @@ from fl_r2sp.strategies.flr2sp_liveness import GroupLiveness
 from fl_r2sp.strategies.flr2sp_records import (
     apply_record,
     arrival_record,
+    blacklist_record,
     collect_record,
     empty_record,
     pass_record,
@@ -128,7 +136,7 @@ class FLR2SPPolicy(GroupLiveness, Policy):
         self.strict_order = bool(group.strict_order)
         self.aggregation: AggregationKind = group.aggregation
         self.robust = group.robust
-        self.scorer = GroupScorer(outliers, known_outliers, self.aggregation)
+        self.scorer = GroupScorer(outliers, known_outliers, self.aggregation, self.fraction)
         self.failures = FailureCounter(max_failures, max_rejections)
         self.ema = RoundTimeEMA(group.ema_weight, group.initial_round_time)
         self._groups: list[GroupState] = []
@@ -206,8 +214,11 @@ class FLR2SPPolicy(GroupLiveness, Policy):
             )
             for g in range(self.num_groups)
         ]
-        self._active = [len(g.members) for g in self._groups]
-        out: list[Decision] = []
+        out: list[Decision] = [  # the oracle rule: the known outliers never get a job
+            blacklist_record(now, self._groups[self.group_of(c)], c, True)
+            for c in self.filter.exclude_known(self._clients, now)
+        ]
+        self._active = [sum(self._is_active(c) for c in g.members) for g in self._groups]
         for group in self._groups:
             out += self._send(group, self._initial_targets(group))
         return out + self._advance(now)
@@ -215,10 +226,12 @@ class FLR2SPPolicy(GroupLiveness, Policy):
     def on_update(self, now: float, update: Update) -> list[Decision]:
         cid = self._known(update.cid)
         job = self._inflight.pop(cid, None)
+        group = self._groups[self.group_of(cid)]
+        if job is not None and cid in self.filter.blacklisted:
+            return self._probation(now, group, update, job[1]) + self._advance(now)
         if job is None or not self._is_active(cid):
             return [ignored(now, cid, "update", "no job in flight or client inactive")]
         self.failures.success(cid)
-        group = self._groups[self.group_of(cid)]
         if update.tag > group.round:
             raise ValueError(
                 f"update of client {cid} has tag {update.tag} but group {group.gid} is only "
@@ -386,9 +399,10 @@ class FLR2SPPolicy(GroupLiveness, Policy):
             apply_record(now, group, self._version, self.ema.value, gap),
         ]
         out += self.scorer.score_round(now, group, self._w, w_before, self._shrink)
-        finished = [u.cid for u in group.collected] + group.excluded + group.held
+        back = self._readmitted(group, [u.cid for u in group.probation])
+        finished = [u.cid for u in group.collected] + group.excluded + group.held + back
         group.next_round(now, self._w)
-        return out + self._send(group, self._release_targets(group, finished))
+        return out + self._release(group, finished)
 
     def _pass(self, now: float, group: GroupState) -> list[Decision]:
         """The turn of a group whose every answer was rejected: no model change, next round."""
@@ -396,4 +410,34 @@ class FLR2SPPolicy(GroupLiveness, Policy):
         out: list[Decision] = [pass_record(now, group, self._version)]
         finished = group.excluded + group.held
         group.next_round(now, self._w)
-        return out + self._send(group, self._release_targets(group, finished))
+        return out + self._release(group, finished)
+
+    def _release(self, group: GroupState, finished: list[int]) -> list[Decision]:
+        """Jobs of a new group round: its release targets, and blacklisted members on probation."""
+        out = self._send(group, self._release_targets(group, finished))
+        due = self.scorer.due(group, self._inflight)
+        for cid in due:  # scored with the round (never aggregated) when the update comes
+            self._inflight[cid] = (group.round, group.start)
+        return out + ([Send(tuple(due), group.start, group.round)] if due else [])
+
+    def _readmitted(self, group: GroupState, cids: list[int]) -> list[int]:
+        """Those of ``cids`` that probation readmitted: the group has them active again."""
+        back = [c for c in cids if c not in self.filter.blacklisted]
+        self._active[group.gid] += len(back)
+        return back
+
+    def _probation(
+        self, now: float, group: GroupState, update: Update, sent: np.ndarray
+    ) -> list[Decision]:
+        """A blacklisted client's probation update: judged with its round, or at once if late."""
+        if update.tag == group.round:
+            group.probation.append(update)
+            return [self._arrival(now, group, update, False, "probation")]
+        out: list[Decision] = [self._arrival(now, group, update, True, "probation")]
+        out.append(self.scorer.judge_probation(now, group, update, sent, update.tag))
+        if self._readmitted(group, [update.cid]):
+            if group.ready:
+                group.held.append(update.cid)
+            else:
+                out += self._send(group, [update.cid])
+        return out

@@ -4,20 +4,21 @@ Records emitted by :class:`~fl_r2sp.strategies.flr2sp.FLR2SPPolicy` (``Record.ki
 fields, every row has ``t``): ``client_update`` (cid, group, tag, round, straggler, action,
 loss, num_examples) on every arrival; ``client_score`` (cid, group, round, cosine, streak,
 straggler; with ``all_references`` also ``cosine_<reference>`` for every reference) when
-scored; ``group_collect`` (group, round, t_release, t_collect, round_time, collected,
-excluded, need); ``group_apply`` (group, round, version, t_apply, t_collect, turn_wait, T,
-gap); ``blacklist`` (cid, group, known_outlier); ``client_failure`` (cid, group, tag,
-reason, consecutive, dropped); ``client_rejected`` (cid, group, tag, reason, consecutive,
-action: excluded / held / replied / dropped) when an update failed admission; ``group_pass``
-(group, round, version, excluded) when a group's turn came with every answer rejected (the
-model is unchanged);
-``group_empty`` (group, round, why) when a group's last active member is dropped or
-blacklisted (the fixed order skips it from then on); ``client_rejoin`` (cid, group, revived)
-when a lost client is reachable again (a dropped one is taken back and gets the group's model;
-a group that was empty restarts its round from the current global model); ``ignored`` (cid,
-what, why). ``client_score`` and ``blacklist`` rows are built by
-:mod:`fl_r2sp.strategies.group_scoring`; ``client_rejoin`` and ``ignored`` by
-:mod:`fl_r2sp.strategies.common`; the others here.
+scored (relative rule: also ``cut``); ``probation`` (cid, group, round, cosine, cut,
+readmitted) when a blacklisted client's probation update is judged; ``group_collect``
+(group, round, t_release, t_collect, round_time, collected, excluded, need); ``group_apply``
+(group, round, version, t_apply, t_collect, turn_wait, T, gap); ``blacklist`` (cid, group,
+known_outlier; at the start for the ``oracle`` rule's exclusions); ``client_failure`` (cid,
+group, tag, reason, consecutive, dropped); ``client_rejected`` (cid, group, tag, reason,
+consecutive, action: excluded / held / replied / dropped) when an update failed admission;
+``group_pass`` (group, round, version, excluded) when a group's turn came with every answer
+rejected (the model is unchanged); ``group_empty`` (group, round, why) when a group's last
+active member is dropped or blacklisted (the fixed order skips it from then on);
+``client_rejoin`` (cid, group, revived) when a lost client is reachable again (a dropped one
+is taken back and gets the group's model; a group that was empty restarts its round from the
+current global model); ``ignored`` (cid, what, why). ``client_score`` and ``probation``
+rows are built by :mod:`fl_r2sp.strategies.group_scoring`; ``client_rejoin`` and ``ignored``
+by :mod:`fl_r2sp.strategies.common`; the others here.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ def arrival_record(
             "loss": update.loss,
             "num_examples": update.num_examples,
         },
+    )
+
+
+def blacklist_record(now: float, group: GroupState, cid: int, known_outlier: bool) -> Record:
+    """The ``blacklist`` row of ``cid`` (``known_outlier``: in the partition's outlier ids)."""
+    return Record(
+        "blacklist", {"t": now, "cid": cid, "group": group.gid, "known_outlier": known_outlier}
     )
 
 

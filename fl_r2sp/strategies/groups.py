@@ -65,6 +65,9 @@ class GroupState:
         they answered (they count toward the threshold) but are not aggregated.
     held : list of int
         Stragglers (and re-sent failures) waiting for the group's application.
+    probation : list of Update
+        Blacklisted members' probation updates of the current round: scored with the
+        round, never aggregated (:class:`~fl_r2sp.strategies.group_scoring.GroupScorer`).
     ready : bool
         True once ``need`` updates are collected, until the group applies.
     """
@@ -77,6 +80,7 @@ class GroupState:
     collected: list[Update] = field(default_factory=list)
     excluded: list[int] = field(default_factory=list)
     held: list[int] = field(default_factory=list)
+    probation: list[Update] = field(default_factory=list)
     ready: bool = False
     t_collect: float = math.nan
     round_time: float = math.nan
@@ -96,6 +100,7 @@ class GroupState:
         self.collected = []
         self.excluded = []
         self.held = []
+        self.probation = []
         self.ready = False
         self.t_collect = math.nan
         self.round_time = math.nan

@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args
 
 from fl_r2sp.strategies._records import build, keyed, keys_of, nested, require, require_choice
 from fl_r2sp.strategies.aggregation import AggregationKind
+from fl_r2sp.strategies.outlier_rules import OutlierRuleKind
 from fl_r2sp.strategies.robust import RobustParams
 from fl_r2sp.strategies.scoring import CosineReferenceKind
 from fl_r2sp.strategies.staleness import StalenessFn
@@ -125,7 +126,24 @@ class OutlierParams:
         Reference delta of the score (:mod:`fl_r2sp.strategies.scoring`): the paper's
         "global update" ``w_new - start_G`` by default (``docs/architecture.md`` §6).
     warmup : int, default 0
-        Group rounds (>= 0) scored by nobody at the start (paper: 0).
+        Group rounds (>= 0) scored by nobody at the start (paper: 0); their stragglers
+        are not scored either.
+    rule : {"paper", "relative", "oracle"}, default "paper"
+        What counts as a low score (:mod:`fl_r2sp.strategies.outlier_rules`): below β
+        (the paper), below the group round's median by more than ``mad_k`` robust
+        deviations, or nothing (``oracle`` bans the known outliers at the start instead).
+    mad_k : float, default 3.0
+        ``relative``: k > 0, robust deviations (1.4826 x MAD) below the median that are low.
+    mad_floor : float, default 0.1
+        ``relative``: least robust deviation (>= 0, cosine units), so closely agreeing
+        groups do not flag a small dip.
+    cap : float, default 0.25
+        ``relative``: share in [0, 1] of a group's members that may be blacklisted, and
+        never more than ``members - ceil(C * members)``.
+    probation : int, default 0
+        ``relative``: a blacklisted client is sent its group's model again after this many
+        group rounds, scored without being aggregated, and readmitted when its score is
+        not low (0 = never).
     score_stragglers : bool, default False
         Also score stragglers against their group's latest reference delta.
     all_references : bool, default False
@@ -139,6 +157,11 @@ class OutlierParams:
     rounds: int = keyed(3, "outlier-rounds")
     reference: CosineReferenceKind = keyed("global-change", "cosine-reference")
     warmup: int = keyed(0, "outlier-warmup")
+    rule: OutlierRuleKind = keyed("paper", "outlier-rule")
+    mad_k: float = keyed(3.0, "outlier-mad-k")
+    mad_floor: float = keyed(0.1, "outlier-mad-floor")
+    cap: float = keyed(0.25, "outlier-cap")
+    probation: int = keyed(0, "outlier-probation")
     score_stragglers: bool = keyed(False, "score-stragglers")
     all_references: bool = keyed(False, "score-all-references")
 
@@ -148,6 +171,11 @@ class OutlierParams:
         require(self, "rounds", self.rounds >= 1, "must be >= 1")
         require_choice(self, "reference", CosineReferenceKind)
         require(self, "warmup", self.warmup >= 0, "must be >= 0")
+        require_choice(self, "rule", OutlierRuleKind)
+        require(self, "mad_k", self.mad_k > 0, "k must be > 0")
+        require(self, "mad_floor", self.mad_floor >= 0, "must be >= 0 (cosine units)")
+        require(self, "cap", 0.0 <= self.cap <= 1.0, "a share of a group lies in [0, 1]")
+        require(self, "probation", self.probation >= 0, "group rounds, >= 0 (0 = off)")
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from fl_r2sp.strategies.staleness import StalenessFn
 
 def test_runconfig_takes_every_scheme_default_from_the_records() -> None:
     defaults = scheme_defaults()
-    # 7 group + 3 robust + 7 outlier + 7 async + bsp-sampling + max-failures + max-rejections
-    assert len(defaults) == 27
+    # 7 group + 3 robust + 12 outlier + 7 async + bsp-sampling + max-failures + max-rejections
+    assert len(defaults) == 32
     keys = RunConfig.keys()
     assert {k: keys[k] for k in defaults} == defaults
     # Spot checks against the paper's / FedBuff's values, written out by hand.
