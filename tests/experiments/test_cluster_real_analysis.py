@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cluster_real_setup import analyse, multipliers
-from experiments.report_cluster import cluster_lines, tally
+from experiments.r2sp_cluster.real.runs import analyse, multipliers
+from experiments.r2sp_cluster.report import cluster_lines, tally
 
 
 def _row(w: int, k: int, t0: float, t1: float, loss: float, batch: int = 4) -> dict[str, str]:
@@ -67,7 +67,7 @@ def test_report_section_reads_published_files_and_says_what_is_missing(tmp_path:
 
 
 def test_tuning_claim_counts_seeds_where_a_run_reached_the_target() -> None:
-    from experiments.cluster_real import _sooner
+    from experiments.r2sp_cluster.real.run import _sooner
 
     assert _sooner([(1.0, 2.0)]) == "holds"
     assert _sooner([(None, 2.0)]) == "does not hold"  # only the untuned run got there

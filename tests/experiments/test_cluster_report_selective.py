@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from experiments.report_cluster import cluster_lines, selective_lines, spread_table
-from experiments.selective import ITEMS
+from experiments.r2sp_cluster.report import cluster_lines, selective_lines, spread_table
+from experiments.selective.run import ITEMS
 from tests.paths import REPO
 
 PUBLISHED = REPO / "experiments" / "report"

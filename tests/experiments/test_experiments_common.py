@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from experiments.common import (
+from experiments.common.conf import scale_settings
+from experiments.common.run_cache import (
     aggregate,
     build_config,
     config_key,
@@ -17,9 +18,8 @@ from experiments.common import (
     round_units,
     write_csv,
 )
-from experiments.conf import scale_settings
-from experiments.fig17 import peak
-from experiments.runs import _label, comm, ratio
+from experiments.flr2sp.fig17 import peak
+from experiments.flr2sp.runs import _label, comm, ratio
 
 
 def test_round_units_per_strategy():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiments.previous_report import comparison_lines, default_reference, first_table
+from experiments.flr2sp.previous_report import comparison_lines, default_reference, first_table
 
 OLD = """# report
 

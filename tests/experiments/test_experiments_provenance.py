@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from experiments import provenance
-from experiments.common import build_config, cached_run, config_key, parse_args
+from experiments.common import provenance
+from experiments.common.run_cache import (
+    build_config,
+    cached_run,
+    config_key,
+    parse_args,
+)
 
 
 def _tree(root: Path, source: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import verdicts
+from experiments.common import verdicts
 from tests.paths import REPO
 
 HERE = REPO / "experiments"
@@ -37,7 +37,13 @@ def _literal_texts(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "name", ["report_text.py", "report_text_training.py", "report_cluster.py", "report_osp.py"]
+    "name",
+    [
+        "flr2sp/report_text.py",
+        "flr2sp/report_text_training.py",
+        "r2sp_cluster/report.py",
+        "osp/report.py",
+    ],
 )
 def test_report_prose_has_no_typed_figures(name: str) -> None:
     # Docstrings may not hold digits either: the rule is simple to check and to keep.

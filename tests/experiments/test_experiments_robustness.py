@@ -1,10 +1,10 @@
-"""experiments/robustness.py: the cells it runs and the table it prints (no training here)."""
+"""experiments/flr2sp/robustness.py: the cells it runs and the table it prints (no training here)."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.robustness import OPTIONS, config, scenarios, table_md
+from experiments.flr2sp.robustness import OPTIONS, config, scenarios, table_md
 
 
 def test_scenarios_are_clean_then_one_and_a_quarter() -> None:

@@ -33,7 +33,7 @@ ITEMS = (
 def results(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("results")
     for item in ITEMS:
-        importlib.import_module(f"experiments.{item}").main(
+        importlib.import_module(f"experiments.flr2sp.{item}").main(
             ["--scale", "smoke", "--seeds", "0", "--out", str(out)]
         )
     return out
@@ -141,9 +141,9 @@ def test_outliers_scoring_replays_every_reference(results):
 
 
 def test_paper_scale_lists_every_uncached_run_and_trains_none(results):
-    from experiments.fig15 import SCHEMES
+    from experiments.flr2sp.fig15 import SCHEMES
 
-    importlib.import_module("experiments.paper_scale").main(
+    importlib.import_module("experiments.flr2sp.paper_scale").main(
         ["--scale", "smoke", "--seeds", "0", "--out", str(results)]
     )
     d = summary(results, "paper_scale")
@@ -160,7 +160,7 @@ def test_c_sweep_fractions(results):
 
 
 def test_second_run_is_all_cached(results, capsys):
-    importlib.import_module("experiments.table5").main(
+    importlib.import_module("experiments.flr2sp.table5").main(
         ["--scale", "smoke", "--seeds", "0", "--out", str(results)]
     )
     out = capsys.readouterr().out
@@ -180,7 +180,7 @@ def test_report_has_every_section(results, tmp_path):
 
 def test_skip_training_uses_only_cached_runs(results, capsys):
     # Seed 7 was never run: --skip-training leaves it out instead of starting it.
-    importlib.import_module("experiments.fig15").main(
+    importlib.import_module("experiments.flr2sp.fig15").main(
         ["--scale", "smoke", "--seeds", "0,7", "--out", str(results), "--skip-training"]
     )
     assert "running" not in capsys.readouterr().out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.report_text_paper import _cpu_goal_text
+from experiments.flr2sp.report_text_paper import _cpu_goal_text
 
 
 def _bench(proc_rate: float) -> dict:

@@ -1,4 +1,4 @@
-"""experiments.run_parallel and the experiments' execution flags (executor, compute device)."""
+"""experiments.flr2sp.run_parallel and the experiments' execution flags (executor, compute device)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from experiments import run_parallel
-from experiments.common import build_config, config_key, parse_args
+from experiments.common.run_cache import build_config, config_key, parse_args
+from experiments.flr2sp import run_parallel
 
 
 def test_execution_flags_are_parsed_and_not_part_of_the_key() -> None:
@@ -53,7 +53,7 @@ def test_a_run_lands_in_the_cache_the_item_scripts_read(tmp_path) -> None:
     (rec_path,) = (tmp_path / "_runs").glob("r-bsp-mlp-s0-*.json")
     rec = json.loads(rec_path.read_text())
     assert rec["config"]["executor"] == "batched"
-    from experiments.fig15 import scheme_run
+    from experiments.flr2sp.fig15 import scheme_run
 
     args = parse_args("fig15", None, ["--scale", "smoke", "--out", str(tmp_path)])
     cached = scheme_run(args, 0, "mlp", "bsp", cached_only=True)
