@@ -105,7 +105,8 @@ def missing_row(model: str, scheme: str, seed: int) -> dict[str, Any]:
         scheme=scheme,
         seed=seed,
         command=(
-            f"python -m experiments.flr2sp.run_parallel --scale paper --models {model} --seeds {seed} "
+            "python -m experiments.flr2sp.run_parallel --scale paper "
+            f"--models {model} --seeds {seed} "
             f"--schemes {scheme} --executor batched --compute-device cuda"
         ),
     )

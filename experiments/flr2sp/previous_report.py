@@ -24,6 +24,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from experiments.flr2sp.report.formats import ms, table
+
 #: Report section (title prefix) -> the key the JSON stores its first table under.
 SECTIONS = {"## Fig. 15": "fig15", "## Outlier filter": "outliers"}
 
@@ -98,7 +100,6 @@ COMPARE: dict[str, tuple[str, list[tuple[str, str, int | None]]]] = {
 def comparison_lines(item: str, d: dict[str, Any], report_dir: Path) -> list[str]:
     """The item's new figures (``d``, its summary) beside the quoted previous ones, per row
     key; empty when nothing was quoted for the item."""
-    from experiments.flr2sp.report_tables import ms, table
     from fl_r2sp.config import RunConfig
 
     path = report_dir / "previous_laptop.json"

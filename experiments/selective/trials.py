@@ -54,8 +54,8 @@ from typing import Any
 
 import numpy as np
 
+from experiments.common.markdown_cells import short
 from experiments.common.run_cache import write_csv
-from experiments.r2sp_cluster.twin.setting import _fmt
 from fl_r2sp.cluster.policies.reduce import ReduceParams
 from fl_r2sp.cluster.sim.reduce_result import summarize_trials
 from fl_r2sp.cluster.sim.reduce_sim import run_reduce_sim
@@ -164,7 +164,7 @@ def write_item(
     write_csv(d / "claims.csv", claims)
     print(f"== {item}")
     for row in claims:
-        print("  " + " | ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
+        print("  " + " | ".join(f"{k}={short(v)}" for k, v in row.items()))
     return d
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from experiments.common.markdown_cells import tally
 from experiments.r2sp_cluster.real.runs import analyse, multipliers
-from experiments.r2sp_cluster.report import cluster_lines, tally
+from experiments.r2sp_cluster.report import cluster_lines
 
 
 def _row(w: int, k: int, t0: float, t1: float, loss: float, batch: int = 4) -> dict[str, str]:

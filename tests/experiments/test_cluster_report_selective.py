@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from experiments.r2sp_cluster.report import cluster_lines, selective_lines, spread_table
+from experiments.selective.report import selective_lines, spread_table
 from experiments.selective.run import ITEMS
 from tests.paths import REPO
 
@@ -48,8 +48,8 @@ def test_section_reads_each_item_and_tallies_its_verdicts(tmp_path: Path) -> Non
     assert text.count("Not published") == len(missing)
 
 
-def test_the_published_simulations_are_all_in_the_cluster_section() -> None:
-    text = "\n".join(cluster_lines(PUBLISHED))
+def test_the_published_simulations_are_all_in_the_selective_section() -> None:
+    text = "\n".join(selective_lines(PUBLISHED))
     for item, (_, title) in ITEMS.items():
         assert f"### {title}" in text
         with open(PUBLISHED / "selective" / item / "runs.csv", newline="") as fh:

@@ -7,7 +7,7 @@ import pytest
 from experiments.flr2sp.executor_figures import parse_logs, stages
 from experiments.flr2sp.fig15 import filter_pairs
 from experiments.flr2sp.paper_scale import missing_row, overlaps, run_row
-from experiments.flr2sp.report_paper import missing_lines
+from experiments.flr2sp.report.paper_size import missing_lines
 
 # bench_executor's layout: a 28-wide label, right-aligned columns (widths 10, 8, 8, 8, 9 x 4).
 HEAD = (
@@ -148,9 +148,11 @@ def test_missing_runs_of_a_model_that_never_ran_are_one_command() -> None:
     )
     lines = missing_lines(d)[2:]
     assert lines == [
-        "- cnn `asp`, seeds 1,2: `python -m experiments.flr2sp.run_parallel --scale paper --models cnn "
+        "- cnn `asp`, seeds 1,2: `python -m experiments.flr2sp.run_parallel --scale paper "
+        "--models cnn "
         "--seeds 1,2 --schemes asp --executor batched --compute-device cuda`",
-        "- lstm every scheme (none ran), seeds 0,1: `python -m experiments.flr2sp.run_parallel --scale "
+        "- lstm every scheme (none ran), seeds 0,1: "
+        "`python -m experiments.flr2sp.run_parallel --scale "
         "paper --models lstm --seeds 0,1 --schemes bsp,asp --executor batched "
         "--compute-device cuda`",
     ]

@@ -1,4 +1,4 @@
-"""experiments/flr2sp/robustness.py: the cells it runs and the table it prints (no training here)."""
+"""experiments/flr2sp/robustness.py: the cells it runs and the table it prints (no training)."""
 
 from __future__ import annotations
 

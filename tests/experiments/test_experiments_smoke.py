@@ -168,10 +168,11 @@ def test_second_run_is_all_cached(results, capsys):
 
 
 def test_report_has_every_section(results, tmp_path):
-    from experiments.report import SECTIONS, build
+    from experiments.flr2sp.report.sections import SECTIONS
+    from experiments.report import build
 
     text = build(results, tmp_path)
-    for title, _ in SECTIONS.values():
+    for title, _, _ in SECTIONS.values():
         assert f"## {title}" in text
     assert "not reproduced" in text or "reproduced" in text
     assert "fitted: a calibration input" in text  # Table V's CNN pull is a fitted cell

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.flr2sp.report_text_paper import _cpu_goal_text
+from experiments.flr2sp.report.executor import cpu_goal_text
 
 
 def _bench(proc_rate: float) -> dict:
@@ -17,7 +17,7 @@ def _bench(proc_rate: float) -> dict:
 
 
 def test_time_ratios_and_goal_against_the_fastest_loop() -> None:
-    text = _cpu_goal_text({"benches": [_bench(3165.0)]})
+    text = cpu_goal_text({"benches": [_bench(3165.0)]})
     # 938 / 3165 = 0.296, 3657 / 3165 = 1.155: within 1.3x of the fastest loop
     assert "0.30x the time of limit (batch 512, 2 thr)" in text
     assert "1.16x the time of limit (batch 512, 1 thr)" in text
@@ -25,7 +25,7 @@ def test_time_ratios_and_goal_against_the_fastest_loop() -> None:
 
 
 def test_goal_not_met_when_slower_than_1_3x() -> None:
-    text = _cpu_goal_text({"benches": [_bench(2000.0)]})  # 3657 / 2000 = 1.83
+    text = cpu_goal_text({"benches": [_bench(2000.0)]})  # 3657 / 2000 = 1.83
     assert "1.83x the time of limit (batch 512, 1 thr)" in text
     assert "**not met**" in text
 
@@ -33,4 +33,4 @@ def test_goal_not_met_when_slower_than_1_3x() -> None:
 def test_logs_without_a_processes_row_say_nothing() -> None:
     bench = _bench(1.0)
     bench["rows"] = bench["rows"][:2]
-    assert _cpu_goal_text({"benches": [bench]}) == ""
+    assert cpu_goal_text({"benches": [bench]}) == ""

@@ -1,4 +1,4 @@
-"""experiments.flr2sp.run_parallel and the experiments' execution flags (executor, compute device)."""
+"""experiments.flr2sp.run_parallel and the execution flags (executor, compute device)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Figures of the real cluster runs (:mod:`experiments.r2sp_cluster.real.run`): bars of the normalised
-efficiencies and loss-over-time curves (the runtime's convergence measure: the mean of the live
-workers' latest batch losses), matplotlib Agg."""
+"""Figures of the real cluster runs (:mod:`experiments.r2sp_cluster.real.run`): bars of the
+normalised efficiencies and loss-over-time curves (the runtime's convergence measure: the mean
+of the live workers' latest batch losses), matplotlib Agg."""
 
 from __future__ import annotations
 

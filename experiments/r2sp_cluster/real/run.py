@@ -3,8 +3,8 @@
 Real training through the cluster runtime (``fl_r2sp.cluster.runtime.local.run_local``: every
 rank a process of this machine, gloo on loopback), so statistical efficiency (iterations to a
 loss target) and overall efficiency (time to it) are measured, not modelled. Sizes are the
-CPU's, not the paper's (the twin, ``python -m experiments.r2sp_cluster.twin.run``, covers the paper's
-sizes for hardware efficiency only); the setup and the verdict rule are in
+CPU's, not the paper's (the twin, ``python -m experiments.r2sp_cluster.twin.run``, covers the
+paper's sizes for hardware efficiency only); the setup and the verdict rule are in
 :mod:`experiments.r2sp_cluster.real.runs`.
 
 * ``fig8``: BSP, ASP, SSP, R²SP on ``mlp-wide`` (4.9 MB of parameters, little compute: the
@@ -21,7 +21,7 @@ of an iteration, the other schemes each push at once, so per iteration they take
 that size (more with tuning's linear scaling); the rates are the largest that kept every
 scheme finite in trial runs (lr 0.1 made SAFA and R²SP + tuning diverge on the transformer).
 
-    python -m experiments.r2sp_cluster.real.run                       # all, 2 seeds, ~20 min on 2 cores
+    python -m experiments.r2sp_cluster.real.run              # all, 2 seeds, ~20 min on 2 cores
     python -m experiments.r2sp_cluster.real.run --only fig14 --seeds 0
     python -m experiments.r2sp_cluster.real.run --publish experiments/report/cluster_real
 

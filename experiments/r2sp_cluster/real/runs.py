@@ -3,8 +3,8 @@
 These are **small real runs on CPU** (gloo on loopback, every rank a process of this machine,
 one torch thread each), not the paper's cluster: 4-6 workers and 1 PS, small batches, a few
 dozen iterations, loss targets reachable in about two minutes per run. The virtual-time twin
-(:mod:`experiments.r2sp_cluster.twin.run`) gives hardware efficiency at the paper's size; only these runs
-train a model, so statistical and overall efficiency come from here.
+(:mod:`experiments.r2sp_cluster.twin.run`) gives hardware efficiency at the paper's size; only
+these runs train a model, so statistical and overall efficiency come from here.
 
 Measures of one run (computed from its ``workers.csv``, :func:`analyse`):
 

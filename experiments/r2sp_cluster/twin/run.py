@@ -8,7 +8,8 @@ efficiency (Fig. 8b/c, Fig. 11's convergence, Fig. 14b/c) come from the real run
 here. Assumptions and the verdict rule: :mod:`experiments.r2sp_cluster.twin.setting`.
 
     python -m experiments.r2sp_cluster.twin.run                      # every item, ~3 CPU-minutes
-    python -m experiments.r2sp_cluster.twin.run --only fig8,table3 --publish experiments/report/cluster_twin
+    python -m experiments.r2sp_cluster.twin.run --only fig8,table3 \
+        --publish experiments/report/cluster_twin
 
 Outputs: ``<out>/cluster_twin/<item>/{runs.csv,summary.csv,<item>.png}`` and
 ``<out>/cluster_twin/REPORT.md`` (built from every item's summary there, so ``--only`` refreshes

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.common.markdown_cells import short
 from experiments.common.run_cache import mean_std, write_csv, write_json
 from fl_r2sp.cluster.policies import SchemeParams
 from fl_r2sp.cluster.sim import TwinResult, TwinSpec, simulate
@@ -148,12 +149,8 @@ def write_item(
     write_json(d / "summary.json", {"item": item, "table": list(table)})
     print(f"== {item} (virtual-time twin; hardware efficiency only)")
     for row in table:
-        print("  " + " | ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
+        print("  " + " | ".join(f"{k}={short(v)}" for k, v in row.items()))
     return d
-
-
-def _fmt(v: Any) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def md_table(table: Sequence[Mapping[str, Any]]) -> str:
@@ -162,7 +159,7 @@ def md_table(table: Sequence[Mapping[str, Any]]) -> str:
         return ""
     keys = list(table[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(_fmt(r.get(k, "")) for k in keys) + " |" for r in table]
+    lines += ["| " + " | ".join(short(r.get(k, "")) for k in keys) + " |" for r in table]
     return "\n".join(lines)
 
 

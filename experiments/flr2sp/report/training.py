@@ -1,20 +1,29 @@
-"""Prose of REPORT.md for the training items (Table IV, the accuracy figure, the outliers).
+"""Sections of REPORT.md for the FL-R²SP training items: Table IV, the accuracy figure, outliers.
 
-As :mod:`experiments.flr2sp.report_text`: every figure is computed from the
-summaries, the settings or the paper's numbers; no string literal here holds
-a digit (a test checks it).
+Each item has its table (:func:`sec_table4` ...) and its reading (:func:`note_table4` ...). Every
+figure of the readings is computed from the summaries, the settings or the paper's numbers; no
+string literal here holds a digit (a test checks it).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from experiments.common import verdicts
 from experiments.common.conf import TRAINING
 from experiments.flr2sp import paper
-from experiments.flr2sp.report_text import mean, num, one, pct, ratio, span
-
-Summary = dict[str, Any]
+from experiments.flr2sp.report.formats import (
+    Summary,
+    mean,
+    ms,
+    num,
+    one,
+    pct,
+    ratio,
+    rem,
+    span,
+    table,
+    vs,
+)
+from experiments.flr2sp.report.paper_size import filter_table
 
 
 def note_table4(d: Summary, _: dict[str, Summary]) -> str:
@@ -222,4 +231,257 @@ def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
         "trains on fewer clients. Cost: "
         + (f"{span(costs, 0, ' s')} wall per run ({span(jobs, 0, ' jobs')})" if costs else "n/a")
         + f", computed with {how or 'n/a'} (the runs' records)."
+    )
+
+
+def sec_table4(d: dict) -> list[str]:
+    out = ["Per-round time at the paper's size (timing-only; the Table V runs):", ""]
+    rows = []
+    for r in d.get("round_time", []):
+        p = paper.TABLE4.get(r["model"], {})
+        red = 1 - p["flr2sp_round_s"] / p["bsp_round_s"] if p else None
+        rows.append(
+            [
+                r["model"],
+                r["discipline"],
+                f"{ms(r, 'bsp_round_s')} ({p.get('bsp_round_s')}; "
+                f"{vs(r, 'bsp_round_s', p.get('bsp_round_s'), 'table4')})",
+                f"{ms(r, 'flr2sp_round_s')} ({p.get('flr2sp_round_s')}; "
+                f"{vs(r, 'flr2sp_round_s', p.get('flr2sp_round_s'), 'table4')})",
+                ms(r, "flr2sp_cycle_s"),
+                ms(r, "round_reduction", pct=True),
+                "n/a" if red is None else f"{100 * red:.1f}%",
+                rem(r, "round_reduction", red, "table4"),
+            ]
+        )
+    out += table(
+        [
+            "model",
+            "server",
+            "BSP round s (paper; ratio)",
+            "FL-R²SP group round s (paper; ratio)",
+            "FL-R²SP client cycle s",
+            "reduction",
+            "paper",
+            "verdict",
+        ],
+        rows,
+    )
+    out += [
+        "",
+        "Convergence with real training at the run's scale (virtual seconds; conv = start "
+        "of the stagnant window; tta = time to reach a fraction of the lower best accuracy, "
+        "`experiments/flr2sp/table4.py` TTA_FRACTION):",
+        "",
+    ]
+    rows = []
+    for r in d["table"]:
+        p = paper.TABLE4.get(r["model"], {})
+        conv = "/".join(
+            f"{round((r.get(k) or 0) * r['n'])}"
+            for k in ("bsp_converged_mean", "flr2sp_converged_mean")
+        )
+        rows.append(
+            [
+                r["model"],
+                r.get("filter", "on"),
+                f"{r['n']} ({conv})",
+                ms(r, "bsp_conv_s", 0),
+                ms(r, "flr2sp_conv_s", 0),
+                ms(r, "improvement", pct=True),
+                f"{100 * p['improvement']:.1f}%" if "improvement" in p else "n/a",
+                rem(r, "improvement", p.get("improvement"), "table4"),
+                ms(r, "bsp_tta_s", 0),
+                ms(r, "flr2sp_tta_s", 0),
+                ms(r, "tta_improvement", pct=True),
+                ms(r, "bsp_acc", 3),
+                ms(r, "flr2sp_acc", 3),
+            ]
+        )
+    out += table(
+        [
+            "model",
+            "filter",
+            "seeds (converged BSP/FL)",
+            "BSP conv (s)",
+            "FL-R²SP conv (s)",
+            "improvement",
+            "paper",
+            "verdict",
+            "BSP tta (s)",
+            "FL-R²SP tta (s)",
+            "tta improvement",
+            "BSP final acc",
+            "FL-R²SP final acc",
+        ],
+        rows,
+    )
+    return out
+
+
+def sec_fig15(d: dict) -> list[str]:
+    rows = [
+        [
+            r["model"],
+            r["scheme"],
+            ms(r, "final_accuracy", 3),
+            ms(r, "best_accuracy", 3),
+            ms(r, "converged_at", 0),
+            str(r.get("n")),
+        ]
+        for r in d["table"]
+    ]
+    out = table(["model", "scheme", "final acc", "best acc", "converged at (s)", "seeds"], rows)
+    if "filter_pairs" in d:  # paired by seed (newer summaries)
+        return out + ["", *filter_table(d)]
+    loss = [
+        [
+            x["model"],
+            x["scheme"],
+            f"{100 * x['loss_points']:.1f} points",
+            f"{100 * x['loss_relative']:.1f}%",
+            f"~{100 * paper.FIG15_FILTER_LOSS:.0f}%",
+        ]
+        for x in d.get("filter_loss", [])
+    ]
+    return (
+        out
+        + [
+            "",
+            "Final accuracy with the filter minus without (negative: the filter costs accuracy):",
+            "",
+        ]
+        + table(
+            ["model", "scheme", "gain (points)", "gain (relative)", "paper (loss without filter)"],
+            loss,
+        )
+    )
+
+
+def sec_outliers(d: dict) -> list[str]:
+    rows = [
+        [
+            r["model"],
+            r["case"],
+            ms(r, "precision"),
+            ms(r, "recall"),
+            ms(r, "num_blacklisted", 1),
+            ms(r, "false_positive_rate", 3),
+            ms(r, "median_cosine_outlier"),
+            ms(r, "median_cosine_regular"),
+            ms(r, "rounds_outliers_higher"),
+            ms(r, "final_accuracy", 3),
+        ]
+        for r in d["table"]
+    ]
+    return table(
+        [
+            "model",
+            "case",
+            "precision",
+            "recall",
+            "blacklisted",
+            "false-positive rate",
+            "median cos (outliers)",
+            "median cos (regular)",
+            "rounds outliers higher",
+            "final acc",
+        ],
+        rows,
+    )
+
+
+def sec_outliers_scoring(d: dict) -> list[str]:
+    rows = [
+        [
+            r["mode"],
+            r["reference"],
+            str(r["n"]),
+            ms(r, "honest_blacklisted", 1),
+            ms(r, "precision"),
+            ms(r, "recall"),
+            ms(r, "blacklisted", 1),
+            ms(r, "first_blacklist_round", 1),
+            ms(r, "median_outlier"),
+            ms(r, "median_regular"),
+        ]
+        for r in d["table"]
+    ]
+    out = table(
+        [
+            "partition",
+            "reference",
+            "seeds",
+            "honest blacklisted",
+            "precision",
+            "recall",
+            "blacklisted",
+            "first blacklisting (group round)",
+            "median cos (outliers)",
+            "median cos (regular)",
+        ],
+        rows,
+    )
+    per = d.get("per_round", [])
+    rounds = sorted({r["round"] for r in per})
+    cells = {}
+    for r in per:
+        cells.setdefault((r["mode"], r["reference"]), {})[r["round"]] = (
+            f"{ms(r, 'median_outlier')} / {ms(r, 'median_regular')}"
+        )
+    out += [
+        "",
+        "Median cosine per group round, outliers / regular clients (mean ± std over seeds):",
+        "",
+    ]
+    out += table(
+        ["partition", "reference", *(f"round {k}" for k in rounds)],
+        [[m, ref, *(c.get(k, "n/a") for k in rounds)] for (m, ref), c in cells.items()],
+    )
+    out += ["", *warmup_table(d.get("by_warmup", []))]
+    shares = [
+        [
+            r["mode"],
+            ms(r, "outlier_top_median", 3),
+            ms(r, "outlier_top_min", 3),
+            ms(r, "outlier_top_over_097"),
+            ms(r, "regular_min_median", 3),
+            ms(r, "regular_min_min", 3),
+            ms(r, "regular_min_at_least_007"),
+        ]
+        for r in d.get("shares", [])
+    ]
+    out += ["", "Realised class shares of the partitions (per seed, then mean ± std):", ""]
+    return out + table(
+        [
+            "partition",
+            "outliers' top share (median)",
+            "(min)",
+            "share of outliers above the paper's bound",
+            "regular smallest share (median)",
+            "(min)",
+            "share of regular clients at the paper's bound",
+        ],
+        shares,
+    )
+
+
+def warmup_table(rows: list[dict]) -> list[str]:
+    """Honest clients blacklisted and recall when the first rounds are left unscored."""
+    warmups = sorted({r["warmup"] for r in rows})
+    if not warmups:
+        return []
+    cells: dict[tuple[str, str], dict[int, str]] = {}
+    for r in rows:
+        cells.setdefault((r["mode"], r["reference"]), {})[r["warmup"]] = (
+            f"{ms(r, 'honest_blacklisted', 1)} / {ms(r, 'recall')}"
+        )
+    head = [
+        "Replay with the first group rounds left unscored (the policy's `outlier-warmup`; "
+        "the paper scores from the first): honest clients blacklisted / recall.",
+        "",
+    ]
+    return head + table(
+        ["partition", "reference", *(f"unscored rounds: {w}" for w in warmups)],
+        [[m, ref, *(c.get(w, "n/a") for w in warmups)] for (m, ref), c in cells.items()],
     )

@@ -1,135 +1,221 @@
-"""Prose of REPORT.md: how the numbers were made, and each item's reading of its numbers.
+"""Sections of REPORT.md for the FL-R²SP timing items: Tables II and V, the Gantt, egress and
+group-size figures, the C sweep.
 
-Every figure in this prose is computed from the item summaries, the scale
-settings (:mod:`experiments.common.conf`), the profiles or the paper's numbers
-(:mod:`experiments.flr2sp.paper`); none is typed here (a test checks that no string
-literal of this module holds a digit). Verdicts follow the stated rules of
-:mod:`experiments.common.verdicts`. The training items' prose is in
-:mod:`experiments.flr2sp.report_text_training`.
+Each item has its table (ours beside the paper's, :func:`sec_table2` ...) and its reading
+(:func:`note_table2` ...). Every figure of the readings is computed from the item summary, the
+scale settings or the paper's numbers; no string literal here holds a digit (a test checks it).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
-from typing import Any
-
 from experiments.common import verdicts
-from experiments.common.conf import TIMING, TRAINING
 from experiments.flr2sp import paper
-
-Summary = dict[str, Any]
-
-
-def mean(row: dict | None, key: str) -> float | None:
-    """``<key>_mean`` of an aggregated row (None when missing)."""
-    value = None if row is None else row.get(f"{key}_mean")
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def num(x: float | None, digits: int = 2) -> str:
-    """``x`` with ``digits`` decimals, or ``n/a``."""
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def pct(x: float | None) -> str:
-    """``x`` as a percentage with one decimal, or ``n/a``."""
-    return "n/a" if x is None else f"{100 * x:.1f}%"
+from experiments.flr2sp.report.formats import (
+    Summary,
+    mean,
+    ms,
+    num,
+    one,
+    ratio,
+    rem,
+    span,
+    table,
+    vs,
+)
 
 
-def one(rows: Iterable[dict], **keys: Any) -> dict | None:
-    """The first row whose columns equal ``keys``."""
-    return next((r for r in rows if all(r.get(k) == v for k, v in keys.items())), None)
+def sec_table2(d: dict) -> list[str]:
+    rows = []
+    for r in d["table"]:
+        p = paper.TABLE2.get(r["model"], {})
+        rows.append(
+            [
+                r["model"],
+                r["discipline"],
+                ms(r, "contended_s"),
+                f"{p.get('contended_s')}",
+                vs(r, "contended_s", p.get("contended_s"), "table2"),
+                ms(r, "alone_s", 3),
+                f"{p.get('alone_s')}",
+                vs(r, "alone_s", p.get("alone_s"), "table2"),
+                ms(r, "slowdown", 1),
+                f"{p.get('slowdown')}",
+                vs(r, "slowdown", p.get("slowdown"), "table2"),
+            ]
+        )
+    return table(
+        [
+            "model",
+            "server",
+            "comm 128 (s)",
+            "paper",
+            "ratio",
+            "comm 1 (s)",
+            "paper",
+            "ratio",
+            "slowdown",
+            "paper",
+            "ratio",
+        ],
+        rows,
+    )
 
 
-def span(values: Iterable[float | None], digits: int = 2, unit: str = "x") -> str:
-    """``lo–hi`` (or one value) of the known values, with ``unit``."""
-    xs = sorted(v for v in values if v is not None)
-    if not xs:
-        return "n/a"
-    lo, hi = f"{xs[0]:.{digits}f}", f"{xs[-1]:.{digits}f}"
-    return f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}"
+def sec_table5(d: dict) -> list[str]:
+    rows = []
+    for r in d["table"]:
+        p = paper.TABLE5.get(r["model"], {})
+        cells = [r["model"], r["discipline"]]
+        for key in ("bsp_push_s", "bsp_pull_s", "flr2sp_push_s", "flr2sp_pull_s"):
+            cells += [f"{ms(r, key)} ({p.get(key)}; {vs(r, key, p.get(key), 'table5')})"]
+        cells += [
+            ms(r, "speedup", pct=True),
+            f"{100 * p.get('speedup', 0):.1f}%",
+            rem(r, "speedup", p.get("speedup"), "table5"),
+            ms(r, "pull_ratio", 1),
+        ]
+        rows.append(cells)
+    return table(
+        [
+            "model",
+            "server",
+            "BSP push (paper; ratio)",
+            "BSP pull",
+            "FL-R²SP push",
+            "FL-R²SP pull",
+            "speedup",
+            "paper",
+            "verdict",
+            "pull BSP/FL",
+        ],
+        rows,
+    )
 
 
-def ratio(a: float | None, b: float | None) -> float | None:
-    """``a / b`` (None when either is missing or ``b`` is zero)."""
-    return None if a is None or not b else a / b
+def sec_fig16(d: dict) -> list[str]:
+    rows = [
+        [
+            r["strategy"],
+            r["discipline"],
+            ms(r, "avg_pull_s"),
+            ms(r, "avg_train_s"),
+            ms(r, "avg_push_s"),
+            ms(r, "avg_wait_s"),
+            ms(r, "avg_cycle_s"),
+            ms(r, "cv_update_gap", 3),
+        ]
+        for r in d["table"]
+    ]
+    return table(
+        ["scheme", "server", "pull", "train+delay", "push", "wait", "cycle", "cv of update gaps"],
+        rows,
+    )
 
 
-def _settings_line(name: str, s: dict[str, Any]) -> str:
-    need = math.ceil(s["fraction"] * s["group_size"])
+def sec_fig17(d: dict) -> list[str]:
+    from experiments.flr2sp.fig17 import BINS
+
+    rows = []
+    for r in d["table"]:
+        ref = paper.FIG17_PEAK_RATIO.get(r["model"])
+        rows.append(
+            [
+                r["model"],
+                r["discipline"],
+                *(ms(r, f"peak_ratio_{w:g}s") for w in BINS),
+                f"{ref or '—'}",
+                vs(r, "peak_ratio_1s", ref),
+            ]
+        )
+    return table(
+        [
+            "model",
+            "server",
+            *(f"peak ratio, {w:g} s bins" for w in BINS),
+            "paper",
+            "ratio (1 s bins, nethogs' refresh)",
+        ],
+        rows,
+    )
+
+
+def sec_fig18(d: dict) -> list[str]:
+    base = [r for r in d["table"] if r.get("variant", "baseline") == "baseline"]
+    rows = [
+        [
+            r["model"],
+            str(r["group_size"]),
+            ms(r, "avg_round_s"),
+            ms(r, "avg_cycle_s"),
+            ms(r, "avg_turn_wait_s"),
+            ms(r, "avg_pull_s"),
+        ]
+        for r in base
+    ]
+    out = ["Baseline (the calibrated profile):", ""]
+    out += table(
+        ["model", "group size", "group round (s)", "client cycle (s)", "turn wait (s)", "pull (s)"],
+        rows,
+    )
+    sizes = sorted({r["group_size"] for r in d["table"]})
+    best = d.get("best_by_variant") or {"baseline": d.get("best_group_size", {})}
+    rows = []
+    for variant, per_model in best.items():
+        for model, b in sorted(per_model.items()):
+            cyc = {
+                r["group_size"]: ms(r, "avg_cycle_s")
+                for r in d["table"]
+                if r["model"] == model and r.get("variant", "baseline") == variant
+            }
+            rows.append(
+                [
+                    variant,
+                    model,
+                    *(cyc.get(g, "n/a") for g in sizes),
+                    str(b["avg_cycle_s"]),
+                    str(b["avg_round_s"]),
+                ]
+            )
+    out += [
+        "",
+        f"Client cycle (s) per small-group cost assumption (paper's best: "
+        f"{paper.FIG18_BEST_GROUP}):",
+        "",
+    ]
+    return out + table(
+        ["variant", "model", *(f"size {g}" for g in sizes), "best (cycle)", "best (group round)"],
+        rows,
+    )
+
+
+def sec_c_sweep(d: dict) -> list[str]:
+    rows = [
+        [
+            r["strategy"],
+            f"{r['fraction']}",
+            ms(r, "avg_round_s"),
+            ms(r, "avg_cycle_s"),
+            ms(r, "avg_pull_s"),
+        ]
+        for r in d["table"]
+    ]
+    out = ["Round time (timing-only, paper size, CNN, fair):", ""]
+    out += table(["scheme", "C", "group round (s)", "client cycle (s)", "pull (s)"], rows)
+    acc = [
+        [
+            r["strategy"],
+            f"{r['fraction']}",
+            ms(r, "final_accuracy", 3),
+            ms(r, "best_accuracy", 3),
+            ms(r, "converged_at", 0),
+        ]
+        for r in d.get("accuracy", [])
+    ]
     return (
-        f"{s['num_partitions']} clients in groups of {s['group_size']} (C = {s['fraction']}: "
-        f"{need} of {s['group_size']}), tau = {s['local_iterations']}, "
-        f"{s['rounds']} BSP-round equivalents per run ({name})"
+        out
+        + ["", "Accuracy (real training):", ""]
+        + table(["scheme", "C", "final acc", "best acc", "converged at (s)"], acc)
     )
-
-
-def scale_text(code: str, reuse: str) -> list[str]:
-    """The "how these numbers were made" section, from the scale settings and profiles."""
-    from experiments.flr2sp.outliers_scoring import SETTING as scoring
-    from fl_r2sp.emulation.profiles import (
-        PAPER_CLIENT_LINK,
-        PAPER_SERVER_FAIR,
-        PAPER_SERVER_FCFS,
-        PROFILES,
-    )
-
-    lap, tr, pap = TIMING["laptop"], TRAINING["laptop"], TRAINING["paper"]
-    cnn = PROFILES["paper-ec2"].seconds_per_iteration
-    pool = "all" if not tr["max_train_samples"] else f"{tr['max_train_samples']:,}"
-    return [
-        "## How these numbers were made",
-        "",
-        f"- Engine code version `{code}` (hash of `fl_r2sp/` without `cluster/`, "
-        "`experiments/common/provenance.py`); each section says which code version computed its runs. "
-        f"Reuse of older code's runs: `{reuse}` (`FL_R2SP_REUSE_RUNS`).",
-        "- Engine: `fl_r2sp.server.runner.run` in-process over the virtual clock "
-        "(deterministic); times are *virtual* seconds of the emulated deployment.",
-        f"- Network: `paper-ec2` = fair-shared server link of {PAPER_SERVER_FAIR / 1e6:g} MB/s "
-        f"each way, client links {PAPER_CLIENT_LINK / 1e6:g} MB/s; `paper-ec2-fcfs` = a server "
-        f"that sends and receives one model at a time at {PAPER_SERVER_FCFS / 1e6:g} MB/s. "
-        "Seconds per local iteration: "
-        + ", ".join(f"{m} {cnn[m]:g} s" for m in paper.MODELS)
-        + ".",
-        "- Timing items (no SGD, clients echo the model) at the paper's size: "
-        + _settings_line("`--scale laptop`", {**lap, "group_size": lap["group_size"]})
-        + ", log-normal delays.",
-        "- Training items at `--scale laptop`: "
-        + _settings_line("at most", tr)
-        + f", train pool {pool} samples, batch "
-        f"{tr['batch_size']}, lr {tr['lr']} (paper {pap['lr']}), outliers: "
-        f"{pct(tr['outlier_fraction'])} of clients with Dirichlet {tr['outlier_alpha']}, the "
-        f"others {tr['alpha']}; models trained: {', '.join(tr['models'])} (the others are not "
-        "trained at this scale). Stagnation: no gain above "
-        f"{tr['convergence_tol']} for {tr['convergence_window']} evaluations.",
-        "- Training items at the paper's size (`paper_scale`, `outliers_scoring`; computed "
-        "where a GPU or enough CPU time was available, from the run cache): "
-        + _settings_line("at most", pap)
-        + f" (the scoring runs: {scoring['rounds']} BSP-round equivalents, filter off)"
-        + f", the full train split, batch {pap['batch_size']}, lr {pap['lr']}; stagnation: no "
-        f"gain above {pap['convergence_tol']} for {pap['convergence_window']} evaluations. Each "
-        "of their sections says how and where its runs were computed.",
-        "",
-        *verdict_rules(),
-        "",
-    ]
-
-
-def verdict_rules() -> list[str]:
-    """The verdict rules and the fitted cells, from :mod:`experiments.common.verdicts`."""
-    lo, hi = verdicts.BAND
-    return [
-        "**Verdict rules.** A time, ratio or count is *reproduced* when ours / paper lies in "
-        f"[{lo:.2f}, {hi:.2f}]. A reduction (a speedup or an improvement) is judged by what "
-        "it leaves: our remaining share (one minus the reduction) over the paper's must lie in "
-        "the same band.",
-        "",
-        "**Fitted, never reproductions.** These paper numbers were inputs of the emulation "
-        f"profile (`{paper.CALIBRATION_NOTES}`); their cells say *fitted*, and figures derived "
-        "from them say *from fitted inputs*:",
-        *(f"- {t}" for t in verdicts.fitted_text()),
-    ]
 
 
 def _row_ratios(rows: list[dict], key: str, ref: dict, disc: str) -> list[float | None]:
@@ -218,7 +304,8 @@ def note_fig16(d: Summary, _: dict[str, Summary]) -> str:
         )
     return (
         "**Reading.** " + "; ".join(parts) + ". The window is a few client cycles around "
-        "the middle of the run (`experiments/flr2sp/fig16.py`), not the paper's rounds. BSP's cv is "
+        "the middle of the run (`experiments/flr2sp/fig16.py`), not the paper's rounds. "
+        "BSP's cv is "
         "near zero only because it has one group, whose updates are one round apart."
     )
 
@@ -305,29 +392,3 @@ def note_c_sweep(d: Summary, _: dict[str, Summary]) -> str:
         + "."
         + (f" FL-R²SP final accuracy: {accs}." if accs else "")
     )
-
-
-def _training_notes() -> dict[str, Callable[[Summary, dict[str, Summary]], str]]:
-    from experiments.flr2sp import report_text_training as t
-    from experiments.flr2sp.report_text_paper import note_paper_scale
-
-    return {
-        "table4": t.note_table4,
-        "fig15": t.note_fig15,
-        "outliers": t.note_outliers,
-        "outliers_scoring": t.note_outliers_scoring,
-        "paper_scale": note_paper_scale,
-    }
-
-
-def notes() -> dict[str, Callable[[Summary, dict[str, Summary]], str]]:
-    """Item -> function of (its summary, all summaries) returning its reading."""
-    return {
-        "table2": note_table2,
-        "table5": note_table5,
-        "fig16": note_fig16,
-        "fig17": note_fig17,
-        "fig18": note_fig18,
-        "c_sweep": note_c_sweep,
-        **_training_notes(),
-    }

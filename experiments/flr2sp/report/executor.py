@@ -1,147 +1,28 @@
-"""Prose of REPORT.md for the paper-size training runs and the executor figures.
+"""The executor section of REPORT.md (issue 10): the GPU checks' benchmark and its goals.
 
-As :mod:`experiments.flr2sp.report_text`: every figure is computed from the item
-summary, the scale settings, the parsed executor logs or the paper's numbers;
-no string literal here holds a digit (a test checks it). Verdicts follow
-:mod:`experiments.common.verdicts` and the goals named in :mod:`experiments.flr2sp.report_paper`.
+:func:`executor_lines` reads the committed ``experiments/report/executor_figures.json``
+(:mod:`experiments.flr2sp.executor_figures`) and states the issue's goals as rules; its prose
+computes every figure from that file (no string literal here holds a digit).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from experiments.common import verdicts
-from experiments.common.conf import TRAINING
-from experiments.flr2sp import paper
-from experiments.flr2sp.report_paper import GPU_RATE_GOAL, GPU_RUN_GOAL_S, load_executor
-from experiments.flr2sp.report_text import mean, num, pct, ratio, span
+from experiments.flr2sp.report.formats import (
+    num,
+    pct,
+    ratio,
+    table,
+)
 
-Summary = dict[str, Any]
-REPORT_DIR = Path(__file__).resolve().parents[1] / "report"
-
-
-def _setting() -> str:
-    s = TRAINING["paper"]
-    groups = s["num_partitions"] // s["group_size"]
-    return (
-        f"{s['num_partitions']} clients, {groups} groups of {s['group_size']}, C = "
-        f"{s['fraction']}, tau = {s['local_iterations']}, lr {s['lr']}, batch {s['batch_size']}, "
-        f"the full CIFAR-10 train split, outliers {pct(s['outlier_fraction'])} of clients "
-        f"(Dirichlet {s['outlier_alpha']}, the others {s['alpha']}), stagnation = no gain above "
-        f"{s['convergence_tol']} for {s['convergence_window']} evaluations"
-    )
-
-
-def _filter_text(d: Summary) -> str:
-    runs = d.get("runs", [])
-    on = [r for r in runs if not r["scheme"].endswith("-nofilter") and r.get("recall") is not None]
-    off = [r for r in runs if r["scheme"].endswith("-nofilter")]
-    n = TRAINING["paper"]["num_partitions"]
-    banned = span((r["num_blacklisted"] for r in on), 0, "")
-    acc_on = span((r["final_accuracy"] for r in on), 3, "")
-    text = (
-        f"With the filter on, BSP and FL-R²SP blacklist {banned} of {n} clients (precision "
-        f"{span((r['precision'] for r in on), 2, '')}, recall "
-        f"{span((r['recall'] for r in on), 2, '')}) and stop "
-        f"on stagnation at a final accuracy of {acc_on}"
-    )
-    if off:
-        text += (
-            f"; with it off they reach {span((r['final_accuracy'] for r in off), 3, '')} "
-            f"(runs: {len(off)})"
-        )
-    gains = [
-        f"{x['scheme']}: {num(mean(x, 'gain_points') * 100, 1)} points "
-        f"({pct(mean(x, 'gain_relative'))}, seeds: {x['n']}; "
-        f"{verdicts.ratio_verdict(mean(x, 'gain_relative'), paper.FIG15_FILTER_LOSS)})"
-        for x in d.get("filter_pairs", [])
-        if mean(x, "gain_points") is not None
-    ]
-    if gains:
-        text += ". The filter's gain against the paper's: " + "; ".join(gains)
-    return text + "."
-
-
-def _conv_text(d: Summary) -> str:
-    parts = []
-    ref = paper.TABLE4["cnn"]["improvement"]
-    for r in d.get("convergence", []):
-        imp = mean(r, "improvement")
-        if imp is None:
-            continue
-        who = "earlier" if imp > 0 else "later"
-        parts.append(
-            f"filter {r['filter']} (seeds: {r['n']}): FL-R²SP converges {pct(abs(imp))} {who} "
-            f"than BSP ({verdicts.remaining_verdict(imp, ref)} against the paper's {pct(ref)} "
-            f"cut); its group round is {num(mean(r, 'flr2sp_round_s'))} s against BSP's round "
-            f"of {num(mean(r, 'bsp_round_s'))} s, and it needs "
-            f"{num(ratio(mean(r, 'flr2sp_rounds'), mean(r, 'bsp_rounds')))}x BSP's number of "
-            "rounds"
-        )
-    final = {r["scheme"]: mean(r, "final_accuracy") for r in d["table"]}
-    acc = [
-        ratio(final.get(f), final.get(b))
-        for b, f in (("bsp", "fl-r2sp"), ("bsp-nofilter", "fl-r2sp-nofilter"))
-    ]
-    text = "Table IV: " + ("; ".join(parts) or "no pair of runs cached") + "."
-    if any(a is not None for a in acc):
-        text += (
-            f" FL-R²SP's final accuracy over BSP's (the paper: comparable): {span(acc)} "
-            f"(filter on, then off; {verdicts.ratio_verdict(acc[0], 1.0)} with the filter on)."
-        )
-    return text
-
-
-def _execution_text(d: Summary) -> str:
-    runs = d.get("runs", [])
-    env = (load_executor(REPORT_DIR) or {}).get("environment", {})
-    how = ", ".join(f"`{e['executor']}` on `{e['compute_device']}`" for e in d.get("execution", []))
-    wall = [r["run_seconds"] for r in runs]
-    fits = [w <= GPU_RUN_GOAL_S for w in wall if w is not None]
-    cuda = any(e["compute_device"] == "cuda" for e in d.get("execution", []))
-    return (
-        f"How they ran (the runs' records): {how or 'n/a'}"
-        + (f", on one {env['gpu']} (the GPU checks' log)" if cuda and env.get("gpu") else "")
-        + f"; {span(wall, 0, ' s')} wall per run while "
-        f"{span((r['concurrent_runs'] for r in runs), 0, '')} runs (the scoring runs included) "
-        "were being computed on the machine at once, "
-        f"{span((r['wall_s_per_round'] for r in runs), 2, ' s')} wall per BSP-round "
-        f"equivalent. Issue ten's goal of a run within {GPU_RUN_GOAL_S:.0f} s: "
-        + (f"met by {sum(fits)} of {len(fits)} runs, while sharing the GPU." if fits else "n/a.")
-    )
-
-
-def _missing_text(d: Summary) -> str:
-    miss = d.get("missing", [])
-    models = sorted({m["model"] for m in miss} - {r["model"] for r in d.get("runs", [])})
-    data = load_executor(REPORT_DIR) or {}
-    cost = [
-        f"a paper-size {b['model']} round took {r['round_s']:.1f} s with the batched executor"
-        for b in data.get("benches", [])
-        if b["model"] in models
-        for r in b["rows"]
-        if r["label"].startswith("batched") and r.get("round_s") is not None
-    ]
-    return (
-        f"Not cached: {len(miss)} runs (listed above with their commands)"
-        + (f"; no run at all of {', '.join(models)}" if models else "")
-        + (f"; measured cost on the GPU: {'; '.join(cost)}" if cost else "")
-        + "."
-    )
-
-
-def note_paper_scale(d: Summary, _: dict[str, Summary]) -> str:
-    """Reading of the paper-size section."""
-    return " ".join(
-        [
-            f"**Reading.** The paper's setting: {_setting()}.",
-            _filter_text(d),
-            _conv_text(d),
-            _execution_text(d),
-            _missing_text(d),
-        ]
-    )
+REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
+#: Issue 10's goals on a GPU: batched samples/s at least this share of one large-batch
+#: loop on the same GPU, and a paper-size CNN run to convergence within this many seconds.
+GPU_RATE_GOAL = 0.5
+GPU_RUN_GOAL_S = 600.0
 
 
 def note_executor(data: dict[str, Any]) -> str:
@@ -185,7 +66,7 @@ def note_executor(data: dict[str, Any]) -> str:
         "weight differences are used. The GPU rows' '16 proc.' label is a labelling slip of "
         "that version of the benchmark (batched on CUDA trains in one process; fixed since)."
     )
-    parts.append(_cpu_goal_text(data))
+    parts.append(cpu_goal_text(data))
     return " ".join(p for p in parts if p)
 
 
@@ -198,7 +79,7 @@ def _is_cpu_log(bench: dict[str, Any]) -> bool:
 CPU_LIMIT_GOAL = 1.3
 
 
-def _cpu_goal_text(data: dict[str, Any]) -> str:
+def cpu_goal_text(data: dict[str, Any]) -> str:
     """The processes executor against the two-thread and one-thread limit loops (CPU logs)."""
     out = []
     for b in data.get("benches", []):
@@ -282,3 +163,78 @@ def _tolerance_text(data: dict[str, Any]) -> str:
             f"recorded by that version of the benchmark): {', '.join(mem)}."
         )
     return " ".join(out)
+
+
+def load_executor(report_dir: Path) -> dict[str, Any] | None:
+    """The parsed executor figures, or None when the file was never written."""
+    path = report_dir / "executor_figures.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def executor_rows(data: dict[str, Any]) -> list[list[str]]:
+    """One table row per benchmark row: rate, share of the limit, round s, weight differences."""
+    out = []
+    for b in data.get("benches", []):
+        for r in b["rows"]:
+            rate, x = r.get("samples_per_s"), r.get("x_limit")
+            out.append(
+                [
+                    f"{b['source']}/{b['stage']}",
+                    f"{b['model']}, {b['clients']} clients x tau {b['tau']} x batch {b['batch']}",
+                    r["label"],
+                    "" if rate is None else f"{rate:,.0f}",
+                    "" if not x else f"{1 / x:.2f}",
+                    "" if r.get("round_s") is None else f"{r['round_s']:.1f}",
+                    _g(r.get("max_dw")),
+                    _g(r.get("med_dw")),
+                    _g(r.get("max_rel")),
+                    r.get("rerun", ""),
+                ]
+            )
+    return out
+
+
+def _g(x: float | None) -> str:
+    return "" if x is None else f"{x:.2g}"
+
+
+def executor_table(data: dict[str, Any]) -> list[str]:
+    """The benchmark rows and the peak-memory rows as Markdown tables."""
+    out = table(
+        [
+            "log/stage",
+            "round",
+            "row",
+            "samples/s",
+            "share of the limit",
+            "round s",
+            "max |dw|",
+            "median |dw|",
+            "max rel",
+            "rerun",
+        ],
+        executor_rows(data),
+    )
+    mem = [
+        [b["model"], m["executor"], str(m["clients"]), f"{m['main_mib']:.0f}", m["workers"]]
+        + [f"{m['total_mib']:.0f}", "n/a" if m["device_mib"] is None else f"{m['device_mib']:.0f}"]
+        for b in data.get("benches", [])
+        for m in b.get("memory", [])
+    ]
+    if mem:
+        out += ["", "Peak resident memory (MiB, a fresh process per row):", ""]
+        out += table(
+            ["model", "executor", "clients", "main", "workers", "total", "GPU"],
+            mem,
+        )
+    return out
+
+
+def executor_lines(report_dir: Path) -> list[str]:
+    """The executor section: tables and the computed reading."""
+
+    data = load_executor(report_dir)
+    title = "## Client-job executor: speed, tolerance, memory (issue 10)"
+    if data is None:
+        return [title, "", "Not parsed: `python -m experiments.flr2sp.executor_figures`.", ""]
+    return [title, "", *executor_table(data), "", note_executor(data), ""]
