@@ -68,11 +68,9 @@ def test_report_section_reads_published_files_and_says_what_is_missing(tmp_path:
 
 
 def test_tuning_claim_counts_seeds_where_a_run_reached_the_target() -> None:
-    from experiments.r2sp_cluster.real.run import _sooner
+    from experiments.r2sp_cluster.real.fig11 import sooner
 
-    assert _sooner([(1.0, 2.0)]) == "holds"
-    assert _sooner([(None, 2.0)]) == "does not hold"  # only the untuned run got there
-    assert _sooner([(None, None)]) == "n/a"
-    assert (
-        _sooner([(3.0, 2.0), (1.0, None), (None, None)]) == "does not hold"
-    )  # 1 of 2: no majority
+    assert sooner([(1.0, 2.0)]) == "holds"
+    assert sooner([(None, 2.0)]) == "does not hold"  # only the untuned run got there
+    assert sooner([(None, None)]) == "n/a"
+    assert sooner([(3.0, 2.0), (1.0, None), (None, None)]) == "does not hold"  # 1 of 2: no majority

@@ -33,12 +33,13 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from experiments.common.run_cache import write_csv, write_json
+from experiments.r2sp_cluster.twin.setting import verdict
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.convergence import ConvergenceTracker
 from fl_r2sp.cluster.telemetry import read_rows
@@ -200,3 +201,56 @@ def publish(out: Path, dest: Path, items: Sequence[str]) -> None:
             if src.suffix in (".csv", ".png", ".json"):
                 shutil.copy(src, dest / item / src.name)
     print(f"published {', '.join(items)} to {dest}", flush=True)
+
+
+Records = dict[tuple[str, int], dict[str, Any]]
+
+
+METRICS = ("iteration_s", "iterations_to_target", "samples_to_target", "time_to_target_s")
+
+
+def config(**kw: Any) -> ClusterConfig:
+    """A run with the limits every real run here shares (no evaluation, no plots, quiet)."""
+    limits: dict[str, Any] = {"timeout_s": 60.0, "run_timeout_s": 240.0}
+    return ClusterConfig(eval_samples=0, progress_s=0.0, plots=False, **{**limits, **kw})
+
+
+def collect(out: Path, item: str, labels: Sequence[str], seeds: Sequence[int],
+             make: Callable[[str, int], ClusterConfig], fresh: bool) -> Records:  # fmt: skip
+    recs: Records = {}
+    for seed in seeds:  # seed-major: a cut-short run still has whole seeds
+        for lab in labels:
+            recs[(lab, seed)] = cached_run(out, f"{item}-{lab}-s{seed}", make(lab, seed), fresh)
+    return recs
+
+
+def run_rows(recs: Records) -> list[dict[str, Any]]:
+    return [
+        {"label": lab, "seed": seed, **{m: r[m] for m in METRICS}, "pushes": r["pushes"],
+         "mean_batch": r["mean_batch"], "final_mean_loss": r["final_mean_loss"],
+         "status": r["summary"]["status"], "wall_s": r["wall_s"]}
+        for (lab, seed), r in sorted(recs.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+    ]  # fmt: skip
+
+
+def paired(recs: Records, lab: str, base: str, metric: str, seeds: Sequence[int]) -> float | None:
+    """Mean over seeds of ``metric(lab) / metric(base)`` (seeds where both are known)."""
+    return mean([ratio(recs[(lab, s)][metric], recs[(base, s)][metric]) for s in seeds])
+
+
+def means(recs: Records, lab: str, seeds: Sequence[int]) -> dict[str, Any]:
+    row: dict[str, Any] = {m: mean([recs[(lab, s)][m] for s in seeds]) for m in METRICS}
+    row["reached"] = f"{sum(recs[(lab, s)]['time_to_target_s'] is not None for s in seeds)}" \
+                     f"/{len(seeds)}"  # fmt: skip
+    row["final_loss"] = mean([recs[(lab, s)]["final_mean_loss"] for s in seeds])
+    return row
+
+
+def verdict_of(ours: float | None, paper: float, baseline: float) -> str:
+    return verdict(float("nan") if ours is None else ours, paper, baseline)
+
+
+def write_records(out: Path, item: str, recs: Records, table: list[dict[str, Any]],
+           seeds: Sequence[int], claims: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+    print(f"== {item} (real runs on CPU, seeds {list(seeds)})", flush=True)
+    return write_item(out / item, item, recs, run_rows(recs), table, seeds, claims)

@@ -26,11 +26,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.r2sp_cluster.twin.fig8 import fig8, fig9
-from experiments.r2sp_cluster.twin.fig12 import fig12, fig13
+from experiments.r2sp_cluster.twin.fig8 import fig8
+from experiments.r2sp_cluster.twin.fig9 import fig9
+from experiments.r2sp_cluster.twin.fig12 import fig12
+from experiments.r2sp_cluster.twin.fig13 import fig13
+from experiments.r2sp_cluster.twin.fig14 import fig14
 from experiments.r2sp_cluster.twin.setting import __doc__ as ASSUMPTIONS
 from experiments.r2sp_cluster.twin.setting import md_table
-from experiments.r2sp_cluster.twin.table3 import fig14, table3
+from experiments.r2sp_cluster.twin.table3 import table3
 
 ITEMS: dict[str, tuple[Callable[[Path], dict[str, Any]], str]] = {
     "fig8": (

@@ -53,6 +53,13 @@ NOMINAL_BPS = 1250 * MB  # 10 Gbit/s
 BATCH = 128
 JITTER_CV = 0.05
 SEEDS = (0, 1, 2)
+#: Steady state: the first SKIP iterations are left out of every figure (every scheme starts all
+#: workers at once; R²SP's EMA of T, weight 0.1, needs ~20 iterations to forget that contended
+#: first iteration).
+SKIP = 20
+#: Iterations of a cluster A run, and the schemes of Figs. 8 and 9.
+ITERATIONS = 80
+SCHEMES = ("bsp", "asp", "ssp", "r2sp")
 #: Fig. 8a: R²SP's iteration speed-up over BSP, "around 30%" for AlexNet and VGG16.
 FIG8_SPEEDUP = {"alexnet": 0.30, "vgg16": 0.30}
 #: Fig. 9 (VGG16, cluster A): fraction of zero inter-update gaps.
