@@ -26,8 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from experiments.r2sp_cluster.twin.setting import md_table
-from experiments.selective.fig5_6 import fig5_6, fig7
-from experiments.selective.sweeps import compute, fig8, fig9, fig10, fig13, fig14
+from experiments.selective.compute import compute
+from experiments.selective.fig5_6 import fig5_6
+from experiments.selective.fig7 import fig7
+from experiments.selective.fig8 import fig8
+from experiments.selective.fig9 import fig9
+from experiments.selective.fig10 import fig10
+from experiments.selective.fig13 import fig13
+from experiments.selective.fig14 import fig14
 from experiments.selective.trials import TRIALS
 from experiments.selective.trials import __doc__ as SETUP
 
