@@ -16,8 +16,8 @@ budget (workers x rounds). Reported per scheme, from the run directory:
 
 Usage::
 
-    python experiments/selective/real.py                      # defaults below, 3 schemes
-    python experiments/selective/real.py --rounds 10 --target 1.0
+    python -m experiments.selective.real                      # defaults below, 3 schemes
+    python -m experiments.selective.real --rounds 10 --target 1.0
 """
 
 from __future__ import annotations
