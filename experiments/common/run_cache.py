@@ -275,9 +275,10 @@ def cached_run(
             path.with_suffix(suffix), gzip.compress(json.dumps(rows, default=_plain).encode())
         )
     traces = io.BytesIO()
-    np.savez_compressed(
-        traces, **{f"{k}__{i}": a for k, pair in out.traces.items() for i, a in enumerate(pair)}
-    )
+    arrays: dict[str, Any] = {
+        f"{k}__{i}": a for k, pair in out.traces.items() for i, a in enumerate(pair)
+    }
+    np.savez_compressed(traces, **arrays)
     atomic_write_bytes(path.with_suffix(".traces.npz"), traces.getvalue())
     rec = provenance.stamp(
         {

@@ -21,7 +21,7 @@ from experiments.common.run_cache import aggregate, finish, models, parse_args, 
 from experiments.flr2sp.runs import training
 
 #: name -> differences from the training defaults.
-SCHEMES = {
+SCHEMES: dict[str, dict[str, Any]] = {
     "bsp": dict(strategy="bsp"),
     "bsp-nofilter": dict(strategy="bsp", outlier_filter=False),
     "asp": dict(strategy="asp", outlier_filter=False),

@@ -27,6 +27,8 @@ Paper: U-shape, best at 32.
 
 from __future__ import annotations
 
+from typing import Any
+
 from experiments.common.conf import scale_settings
 from experiments.common.run_cache import aggregate, finish, models, parse_args
 from experiments.flr2sp.runs import timing
@@ -62,7 +64,7 @@ def best_sizes(table: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
             mine = [r for r in table if (r["variant"], r["model"]) == (variant, model)]
             if mine:
                 best.setdefault(variant, {})[model] = {
-                    k: min(mine, key=lambda r, k=k: r[f"{k}_mean"])["group_size"]
+                    k: min(mine, key=lambda r: r[f"{k}_mean"])["group_size"]
                     for k in ("avg_round_s", "avg_cycle_s")
                 }
     return best
@@ -77,7 +79,7 @@ def main(argv=None) -> None:
             for size in sizes(args.scale):
                 for seed in args.seeds:
                     # The default group size is the Table V run: pass no diff so it is shared.
-                    diff = {} if size == default else {"group_size": size}
+                    diff: dict[str, Any] = {} if size == default else {"group_size": size}
                     diff.update(knobs)
                     diff.setdefault("network", "paper-ec2")
                     s = timing(args, seed, "fl-r2sp", model, **diff)["summary"]

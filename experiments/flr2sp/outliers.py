@@ -18,6 +18,8 @@ group rounds in which the outliers' median is *above* the regular clients'
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from experiments.common.conf import scale_settings
@@ -26,7 +28,7 @@ from experiments.flr2sp.fig15 import scheme_run
 from experiments.flr2sp.runs import training
 
 #: name -> differences of the no-outlier runs (FL-R²SP, filter on).
-CLEAN = {
+CLEAN: dict[str, dict[str, Any]] = {
     "alpha10": dict(outlier_fraction=0.0, alpha=10.0),
     "alpha0.3": dict(outlier_fraction=0.0, alpha=0.3),
 }

@@ -25,6 +25,7 @@ are reused only when asked).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from experiments.common.run_cache import aggregate, finish, models, parse_args, round_units
@@ -75,7 +76,7 @@ def run_row(model: str, scheme: str, seed: int, rec: dict[str, Any]) -> dict[str
     )
 
 
-def overlaps(rows: list[dict[str, Any]], others: list[dict[str, Any]] = ()) -> list[int | None]:
+def overlaps(rows: list[dict[str, Any]], others: Sequence[dict[str, Any]] = ()) -> list[int | None]:
     """Per row, how many runs of ``rows`` and ``others`` (default none; itself included) were
     computing at some instant of its run: the largest number of intervals
     [end_unix - run_seconds, end_unix] that hold one point of its own interval. None for a
@@ -116,9 +117,9 @@ def conv_pairs(model: str, seed: int, recs: dict[str, dict]) -> list[dict[str, A
     """Table IV convergence rows of one seed: filter on and off, where both runs are cached."""
     out = []
     for flt, suffix in (("on", ""), ("off", "-nofilter")):
-        pair = [recs.get(f"{s}{suffix}") for s in ("bsp", "fl-r2sp")]
-        if None not in pair:
-            out.append(dict(model=model, filter=flt, seed=seed, **conv_row(*pair)))
+        bsp, fl = (recs.get(f"{s}{suffix}") for s in ("bsp", "fl-r2sp"))
+        if bsp is not None and fl is not None:
+            out.append(dict(model=model, filter=flt, seed=seed, **conv_row(bsp, fl)))
     return out
 
 
@@ -137,7 +138,10 @@ def scoring_spans(args) -> list[dict[str, Any]]:
 
 def collect(args) -> tuple[list[dict], list[dict], list[dict], dict[str, dict[str, list]]]:
     """Cached runs, missing runs, convergence pairs and accuracy histories per model."""
-    rows, missing, conv, histories = [], [], [], {}
+    rows: list[dict] = []
+    missing: list[dict] = []
+    conv: list[dict] = []
+    histories: dict[str, dict[str, list]] = {}
     for model in models(args, "training"):
         histories[model] = {}
         for seed in args.seeds:

@@ -85,14 +85,21 @@ def quote(commit: str) -> dict[str, Any]:
 COMPARE: dict[str, tuple[str, list[tuple[str, str, int | None]]]] = {
     "fig15": (
         "scheme",
-        [("final acc", "final_accuracy", 3), ("converged at (s)", "converged_at", 0)]
-        + [("seeds", "n", None)],
+        [
+            ("final acc", "final_accuracy", 3),
+            ("converged at (s)", "converged_at", 0),
+            ("seeds", "n", None),
+        ],
     ),
     "outliers": (
         "case",
-        [("precision", "precision", 2), ("recall", "recall", 2)]
-        + [("blacklisted", "num_blacklisted", 1), ("false-positive rate", "false_positive_rate", 3)]
-        + [("final acc", "final_accuracy", 3)],
+        [
+            ("precision", "precision", 2),
+            ("recall", "recall", 2),
+            ("blacklisted", "num_blacklisted", 1),
+            ("false-positive rate", "false_positive_rate", 3),
+            ("final acc", "final_accuracy", 3),
+        ],
     ),
 }
 

@@ -46,7 +46,7 @@ from experiments.common.run_cache import (
 from fl_r2sp.telemetry.rundir import atomic_write_bytes
 
 #: Per scale: clients, groups, local iterations, global updates, evaluation interval.
-SIZES: dict[str, dict[str, int]] = {
+SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(num_partitions=8, num_groups=2, local_iterations=5, max_updates=8, eval_every=4),
     "laptop": dict(
         num_partitions=16, num_groups=2, local_iterations=10, max_updates=40, eval_every=10

@@ -44,6 +44,7 @@ def timing(args: Args, seed: int, strategy: str, model: str, **diff: Any) -> dic
         model=model,
         **diff,
     )
+    assert rec is not None  # not cached_only: the run is computed when missing
     rec["summary_all"] = rec["summary"]
     rec["summary"], rec["warmup_s"] = steady(args, rec)
     return rec

@@ -78,12 +78,12 @@ def conv_rows(args) -> list[dict]:
     for model in models(args, "training"):
         for seed in args.seeds:
             for flt, suffix in (("on", ""), ("off", "-nofilter")):
-                runs = [
+                bsp, fl = (
                     scheme_run(args, seed, model, s + suffix, cached_only=flt == "off")
                     for s in ("bsp", "fl-r2sp")
-                ]
-                if None not in runs:
-                    rows.append(dict(model=model, filter=flt, seed=seed, **conv_row(*runs)))
+                )
+                if bsp is not None and fl is not None:
+                    rows.append(dict(model=model, filter=flt, seed=seed, **conv_row(bsp, fl)))
     return rows
 
 

@@ -125,7 +125,7 @@ def _tolerance_text(data: dict[str, Any]) -> str:
         ulp = next((r for r in b["rows"] if r["label"].startswith("serial, start")), None)
         if bat is None or bat.get("max_dw") is None:
             continue
-        limit = next((r for r in b["rows"] if r["label"].startswith("limit")), {})
+        limit: dict[str, Any] = next((r for r in b["rows"] if r["label"].startswith("limit")), {})
         noise = (
             ""
             if ulp is None

@@ -61,6 +61,11 @@ def mean(row: dict | None, key: str) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
+def scaled(x: float | None, factor: float) -> float | None:
+    """``x * factor``, None when ``x`` is missing."""
+    return None if x is None else x * factor
+
+
 def num(x: float | None, digits: int = 2) -> str:
     """``x`` with ``digits`` decimals, or ``n/a``."""
     return "n/a" if x is None else f"{x:.{digits}f}"

@@ -9,6 +9,7 @@ rules of :mod:`experiments.common.verdicts`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from experiments.common import verdicts
@@ -19,7 +20,7 @@ from experiments.flr2sp.report.formats import (
 )
 
 
-def _settings_line(name: str, s: dict[str, Any]) -> str:
+def _settings_line(name: str, s: Mapping[str, Any]) -> str:
     need = math.ceil(s["fraction"] * s["group_size"])
     return (
         f"{s['num_partitions']} clients in groups of {s['group_size']} (C = {s['fraction']}: "

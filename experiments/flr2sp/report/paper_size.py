@@ -24,6 +24,7 @@ from experiments.flr2sp.report.formats import (
     pct,
     ratio,
     rem,
+    scaled,
     span,
     table,
 )
@@ -211,7 +212,7 @@ def _filter_text(d: Summary) -> str:
             f"(runs: {len(off)})"
         )
     gains = [
-        f"{x['scheme']}: {num(mean(x, 'gain_points') * 100, 1)} points "
+        f"{x['scheme']}: {num(scaled(mean(x, 'gain_points'), 100), 1)} points "
         f"({pct(mean(x, 'gain_relative'))}, seeds: {x['n']}; "
         f"{verdicts.ratio_verdict(mean(x, 'gain_relative'), paper.FIG15_FILTER_LOSS)})"
         for x in d.get("filter_pairs", [])

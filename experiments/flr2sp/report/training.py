@@ -424,7 +424,7 @@ def sec_outliers_scoring(d: dict) -> list[str]:
     )
     per = d.get("per_round", [])
     rounds = sorted({r["round"] for r in per})
-    cells = {}
+    cells: dict[tuple[str, str], dict[int, str]] = {}
     for r in per:
         cells.setdefault((r["mode"], r["reference"]), {})[r["round"]] = (
             f"{ms(r, 'median_outlier')} / {ms(r, 'median_regular')}"

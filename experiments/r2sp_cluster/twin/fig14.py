@@ -60,7 +60,7 @@ def transformer_spec(scheme: str, tuning: str, iterations: int = 80) -> TwinSpec
 
 def fig14(out: Path) -> dict[str, Any]:
     """Iteration time, samples/s and updates/s per scheme, normalised by BSP."""
-    runs = []
+    runs: list[dict[str, Any]] = []
     for scheme, tuning in FIG14_SCHEMES:
         res = run_seeds(transformer_spec(scheme, tuning))
         it, _ = mean_of(res, lambda r: r.mean_iteration_time(SKIP))
