@@ -30,94 +30,89 @@ DATASET_OF = MappingProxyType(
     {"cnn": "cifar10", "lstm": "kws", "resnet20": "cifar10", "mlp": "digits"}
 )
 
-_TIMING_COMMON = dict(timing_only=True, fraction=0.75, network="paper-ec2", plots=False)
+
+def _timing(clients: int, group_size: int, rounds: int, models: tuple[str, ...]) -> dict[str, Any]:
+    """One scale of the timing items: tau 100, C = 0.75, the ``paper-ec2`` network, no SGD."""
+    return dict(
+        timing_only=True,
+        fraction=0.75,
+        network="paper-ec2",
+        plots=False,
+        num_partitions=clients,
+        group_size=group_size,
+        local_iterations=100,
+        rounds=rounds,
+        models=models,
+    )
+
+
+_ALL_MODELS = ("cnn", "lstm", "resnet20")
 
 TIMING: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         # Seconds: a toy federation, one model.
-        "smoke": dict(
-            _TIMING_COMMON,
-            num_partitions=16,
-            group_size=4,
-            local_iterations=100,
-            rounds=4,
-            models=("cnn",),
-        ),
+        "smoke": _timing(16, 4, rounds=4, models=("cnn",)),
         # Paper size (128 clients, 8 groups of 16, tau 100), fewer rounds than paper.
-        "laptop": dict(
-            _TIMING_COMMON,
-            num_partitions=128,
-            group_size=16,
-            local_iterations=100,
-            rounds=12,
-            models=("cnn", "lstm", "resnet20"),
-        ),
-        "paper": dict(
-            _TIMING_COMMON,
-            num_partitions=128,
-            group_size=16,
-            local_iterations=100,
-            rounds=60,
-            models=("cnn", "lstm", "resnet20"),
-        ),
+        "laptop": _timing(128, 16, rounds=12, models=_ALL_MODELS),
+        "paper": _timing(128, 16, rounds=60, models=_ALL_MODELS),
     }
 )
 
-_TRAIN_COMMON = dict(
-    timing_only=False,
-    fraction=0.75,
-    network="paper-ec2",
-    plots=False,
-    partitioner="paper",
-    alpha=10.0,
-    outlier_alpha=0.1,
-    outlier_fraction=0.25,
-    batch_size=32,
-    momentum=0.0,
-    convergence_window=10,
-)
+
+def _training(
+    clients: int,
+    group_size: int,
+    tau: int,
+    lr: float,
+    max_train: int,
+    rounds: int,
+    tol: float,
+    models: tuple[str, ...],
+    window: int = 10,
+) -> dict[str, Any]:
+    """One scale of the training items: the paper's non-IID partition (25% outliers with
+    Dirichlet alpha 0.1, the rest alpha 10), C = 0.75, batch 32, SGD without momentum;
+    ``max_train`` 0 is the whole training split, ``window`` (default 10) the convergence
+    window in evaluations (0: off) and ``tol`` its tolerance."""
+    return dict(
+        timing_only=False,
+        fraction=0.75,
+        network="paper-ec2",
+        plots=False,
+        partitioner="paper",
+        alpha=10.0,
+        outlier_alpha=0.1,
+        outlier_fraction=0.25,
+        batch_size=32,
+        momentum=0.0,
+        convergence_window=window,
+        num_partitions=clients,
+        group_size=group_size,
+        local_iterations=tau,
+        lr=lr,
+        max_train_samples=max_train,
+        rounds=rounds,
+        convergence_tol=tol,
+        models=models,
+    )
+
 
 TRAINING: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         # Seconds: sklearn digits with the MLP, no data files needed (CI).
-        "smoke": dict(
-            _TRAIN_COMMON,
-            num_partitions=8,
-            group_size=4,
-            local_iterations=5,
-            lr=0.05,
-            max_train_samples=0,
-            rounds=4,
-            convergence_window=0,
-            convergence_tol=0.001,
-            models=("mlp",),
-        ),
+        "smoke": _training(
+            8, 4, tau=5, lr=0.05, max_train=0, rounds=4, tol=0.001, models=("mlp",), window=0
+        ),  # fmt: skip
         # 32 clients (4 groups of 8, C -> 6 of 8), tau 20, 8,000 training samples
         # (250 per client), lr 0.05, at most 60 rounds, "stagnant" = no gain > 0.5 points.
         # CNN only: ResNet20 and the LSTM are not trained at this scale (CPU time).
-        "laptop": dict(
-            _TRAIN_COMMON,
-            num_partitions=32,
-            group_size=8,
-            local_iterations=20,
-            lr=0.05,
-            max_train_samples=8000,
-            rounds=60,
-            convergence_tol=0.005,
-            models=("cnn",),
-        ),
+        "laptop": _training(
+            32, 8, tau=20, lr=0.05, max_train=8000, rounds=60, tol=0.005, models=("cnn",)
+        ),  # fmt: skip
         # The paper: 128 clients, 8 groups of 16, tau 100, full data, lr 0.01.
-        "paper": dict(
-            _TRAIN_COMMON,
-            num_partitions=128,
-            group_size=16,
-            local_iterations=100,
-            lr=0.01,
-            max_train_samples=0,
-            rounds=600,
-            convergence_tol=0.001,
-            models=("cnn", "lstm", "resnet20"),
-        ),
+        "paper": _training(
+            128, 16, tau=100, lr=0.01, max_train=0, rounds=600, tol=0.001, models=_ALL_MODELS
+        ),  # fmt: skip
     }
 )
 
