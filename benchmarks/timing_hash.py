@@ -119,7 +119,7 @@ def digest(out: Path, listing: bool = False) -> str:
 def run_items(scale: str, seeds: str, out: Path, items: tuple[str, ...]) -> None:
     """Run ``items`` at ``scale`` into ``out`` (their own progress lines are discarded)."""
     for item in items:
-        module = importlib.import_module(f"experiments.{item}")
+        module = importlib.import_module(f"experiments.flr2sp.{item}")
         with contextlib.redirect_stdout(io.StringIO()):
             module.main(["--scale", scale, "--seeds", seeds, "--out", str(out)])
         print(f"  ran {item}", file=sys.stderr, flush=True)

@@ -1,7 +1,17 @@
-"""Experiment scripts regenerating the FL-R²SP paper's FL tables and figures.
+"""Experiments reproducing the papers this project implements, one package per study.
 
-One module per item (``python -m experiments.<item> --scale ...``), shared
-helpers in :mod:`experiments.common`, per-scale settings in
-:mod:`experiments.conf`, the paper's printed numbers in
-:mod:`experiments.paper`, and the report builder :mod:`experiments.report`.
+* :mod:`experiments.flr2sp`: the FL-R²SP paper (federated mode);
+* :mod:`experiments.r2sp_cluster`: the R²SP paper (cluster mode: twin and real runs);
+* :mod:`experiments.selective`: the selective-reduce paper (cluster mode);
+* :mod:`experiments.dssync`: the DS-Sync paper (cluster mode);
+* :mod:`experiments.osp`: the OSP paper (cluster mode);
+* :mod:`experiments.common`: the run cache, settings, provenance, verdict rules, cells.
+
+One module per item: ``python -m experiments.<study>.<item>``; ``python -m experiments.report``
+writes ``experiments/REPORT.md``, each study rendering its own section. The commands of the
+old flat layout still run (:mod:`experiments.moved`). The item table is experiments/README.md.
 """
+
+from experiments.moved import install
+
+install()

@@ -9,7 +9,7 @@ SEEDS="${2:-0,1,2}"
 OUT="${OUT:-experiments/results}"
 PY="${PYTHON:-.venv/bin/python}"
 mkdir -p "$OUT/logs"
-run() { echo "== $1"; "$PY" -m "experiments.$1" --scale "$SCALE" --seeds "$SEEDS" --out "$OUT" \
+run() { echo "== $1"; "$PY" -m "experiments.flr2sp.$1" --scale "$SCALE" --seeds "$SEEDS" --out "$OUT" \
           2>&1 | tee "$OUT/logs/$1-$SCALE.log"; }
 
 # Timing-only items (paper size at laptop and paper scale; seconds to minutes each).
@@ -29,5 +29,5 @@ run c_sweep    # round time and accuracy vs C
 # Paper-size Table IV / Fig. 15 (tabulates cached `run_parallel` runs only; never trains).
 run paper_scale
 # Plot step and report.
-"$PY" -m experiments.plots --out "$OUT"
+"$PY" -m experiments.flr2sp.plots --out "$OUT"
 "$PY" -m experiments.report --out "$OUT"

@@ -42,7 +42,7 @@ stage env 120 bash -c "nvidia-smi -L; $PY -c 'import sys, torch, numpy; print(sy
 print(torch.__version__, torch.cuda.is_available(), numpy.__version__)'; \
 $PY -c 'from fl_r2sp.datasets import load_dataset as l; l(\"cifar10\", \"train\"); \
 l(\"cifar10\", \"test\"); print(\"cifar10 decoded\")' && \
-$PY -m experiments.run_parallel --scale smoke --seeds 0 --schemes fl-r2sp --jobs 1 \
+$PY -m experiments.flr2sp.run_parallel --scale smoke --seeds 0 --schemes fl-r2sp --jobs 1 \
 --executor batched --compute-device $DEVICE --out $RES/smoke"
 stage bench 200 $PY benchmarks/bench_executor.py --device "$DEVICE" --backends batched --full \
   --limit-batch 4096 --ulp-clients 0 --data cifar10 "${small[@]}"
@@ -56,10 +56,10 @@ stage resnet20 120 $PY benchmarks/bench_executor.py --device "$DEVICE" --backend
 wall=$(( $(left) - 30 ))
 if [ "$wall" -gt 30 ]; then
   common=(--scale "$SCALE" --executor batched --compute-device "$DEVICE" --out "$RES")
-  $PY -m experiments.run_parallel "${common[@]}" --models cnn --seeds 0 \
+  $PY -m experiments.flr2sp.run_parallel "${common[@]}" --models cnn --seeds 0 \
     --schemes bsp,fl-r2sp,bsp-nofilter,fl-r2sp-nofilter --jobs 4 --wall-limit "$wall" \
     >"$OUT/runs.log" 2>&1 &
-  $PY -m experiments.run_parallel "${common[@]}" --seeds 0,1,2 --schemes "" \
+  $PY -m experiments.flr2sp.run_parallel "${common[@]}" --seeds 0,1,2 --schemes "" \
     --scoring paper,paper-strict --jobs $((JOBS - 4 > 0 ? JOBS - 4 : 1)) --wall-limit "$wall" \
     >"$OUT/scoring.log" 2>&1 &
   wait

@@ -1,0 +1,139 @@
+"""Per-scale settings: the only place where ``--scale`` changes anything.
+
+Each item script names the *differences* of its configurations (strategy,
+model, group size, C, ...); everything else comes from here. Two families:
+
+* ``TIMING`` — runs with ``timing_only=True`` (no SGD, clients echo the
+  model; compute time is the profile's seconds per iteration x tau). These
+  run at the paper's size at every scale but ``smoke``; laptop only runs
+  fewer rounds than paper.
+* ``TRAINING`` — runs with real local SGD and central evaluation. The
+  laptop scale shrinks clients, tau, the training pool and the number of
+  rounds, and raises the learning rate to compensate for the shorter runs.
+
+``rounds`` is counted in BSP-round equivalents: one round = ceil(C x N)
+collected client updates, i.e. one BSP aggregation or M FL-R²SP group
+applications; :func:`experiments.common.run_cache.round_units` turns it into
+``max_updates`` and ``eval_every`` per strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+SCALES = ("smoke", "laptop", "paper")
+
+#: Model -> data set used by the paper (CIFAR-10 for CNN/ResNet20, KWS for the LSTM).
+DATASET_OF = MappingProxyType(
+    {"cnn": "cifar10", "lstm": "kws", "resnet20": "cifar10", "mlp": "digits"}
+)
+
+
+def _timing(clients: int, group_size: int, rounds: int, models: tuple[str, ...]) -> dict[str, Any]:
+    """One scale of the timing items: tau 100, C = 0.75, the ``paper-ec2`` network, no SGD."""
+    return dict(
+        timing_only=True,
+        fraction=0.75,
+        network="paper-ec2",
+        plots=False,
+        num_partitions=clients,
+        group_size=group_size,
+        local_iterations=100,
+        rounds=rounds,
+        models=models,
+    )
+
+
+_ALL_MODELS = ("cnn", "lstm", "resnet20")
+
+TIMING: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        # Seconds: a toy federation, one model.
+        "smoke": _timing(16, 4, rounds=4, models=("cnn",)),
+        # Paper size (128 clients, 8 groups of 16, tau 100), fewer rounds than paper.
+        "laptop": _timing(128, 16, rounds=12, models=_ALL_MODELS),
+        "paper": _timing(128, 16, rounds=60, models=_ALL_MODELS),
+    }
+)
+
+
+def _training(
+    clients: int,
+    group_size: int,
+    tau: int,
+    lr: float,
+    max_train: int,
+    rounds: int,
+    tol: float,
+    models: tuple[str, ...],
+    window: int = 10,
+) -> dict[str, Any]:
+    """One scale of the training items: the paper's non-IID partition (25% outliers with
+    Dirichlet alpha 0.1, the rest alpha 10), C = 0.75, batch 32, SGD without momentum;
+    ``max_train`` 0 is the whole training split, ``window`` (default 10) the convergence
+    window in evaluations (0: off) and ``tol`` its tolerance."""
+    return dict(
+        timing_only=False,
+        fraction=0.75,
+        network="paper-ec2",
+        plots=False,
+        partitioner="paper",
+        alpha=10.0,
+        outlier_alpha=0.1,
+        outlier_fraction=0.25,
+        batch_size=32,
+        momentum=0.0,
+        convergence_window=window,
+        num_partitions=clients,
+        group_size=group_size,
+        local_iterations=tau,
+        lr=lr,
+        max_train_samples=max_train,
+        rounds=rounds,
+        convergence_tol=tol,
+        models=models,
+    )
+
+
+TRAINING: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        # Seconds: sklearn digits with the MLP, no data files needed (CI).
+        "smoke": _training(
+            8, 4, tau=5, lr=0.05, max_train=0, rounds=4, tol=0.001, models=("mlp",), window=0
+        ),  # fmt: skip
+        # 32 clients (4 groups of 8, C -> 6 of 8), tau 20, 8,000 training samples
+        # (250 per client), lr 0.05, at most 60 rounds, "stagnant" = no gain > 0.5 points.
+        # CNN only: ResNet20 and the LSTM are not trained at this scale (CPU time).
+        "laptop": _training(
+            32, 8, tau=20, lr=0.05, max_train=8000, rounds=60, tol=0.005, models=("cnn",)
+        ),  # fmt: skip
+        # The paper: 128 clients, 8 groups of 16, tau 100, full data, lr 0.01.
+        "paper": _training(
+            128, 16, tau=100, lr=0.01, max_train=0, rounds=600, tol=0.001, models=_ALL_MODELS
+        ),  # fmt: skip
+    }
+)
+
+#: Default seeds (headline numbers are mean +- std over these).
+DEFAULT_SEEDS = (0, 1, 2)
+
+#: Keys of the scale dicts that are not RunConfig fields.
+META_KEYS = ("rounds", "models")
+
+
+def scale_settings(family: str, scale: str) -> dict[str, Any]:
+    """A copy of the settings of ``family`` ("timing" or "training") at ``scale``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown family or scale (the message lists the known ones).
+    """
+    table = {"timing": TIMING, "training": TRAINING}.get(family)
+    if table is None:
+        raise ValueError(f"unknown settings family {family!r}; use 'timing' or 'training'")
+    if scale not in table:
+        raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
+    return dict(table[scale])

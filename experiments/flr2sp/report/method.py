@@ -1,0 +1,97 @@
+"""How the FL-R²SP numbers were made: the scale settings, the emulated network, the rules.
+
+Every figure in this prose is computed from the scale settings (:mod:`experiments.common.conf`),
+the profiles or the paper's numbers (:mod:`experiments.flr2sp.paper`); none is typed here (a
+test checks that no string literal of this module holds a digit). Verdicts follow the stated
+rules of :mod:`experiments.common.verdicts`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from experiments.common import verdicts
+from experiments.common.conf import TIMING, TRAINING
+from experiments.flr2sp import paper
+from experiments.flr2sp.report.formats import (
+    pct,
+)
+
+
+def _settings_line(name: str, s: Mapping[str, Any]) -> str:
+    need = math.ceil(s["fraction"] * s["group_size"])
+    return (
+        f"{s['num_partitions']} clients in groups of {s['group_size']} (C = {s['fraction']}: "
+        f"{need} of {s['group_size']}), tau = {s['local_iterations']}, "
+        f"{s['rounds']} BSP-round equivalents per run ({name})"
+    )
+
+
+def scale_text(code: str, reuse: str) -> list[str]:
+    """The "how these numbers were made" section, from the scale settings and profiles."""
+    from experiments.flr2sp.outliers_scoring import SETTING as scoring
+    from fl_r2sp.emulation.profiles import (
+        PAPER_CLIENT_LINK,
+        PAPER_SERVER_FAIR,
+        PAPER_SERVER_FCFS,
+        PROFILES,
+    )
+
+    lap, tr, pap = TIMING["laptop"], TRAINING["laptop"], TRAINING["paper"]
+    cnn = PROFILES["paper-ec2"].seconds_per_iteration
+    pool = "all" if not tr["max_train_samples"] else f"{tr['max_train_samples']:,}"
+    return [
+        "## How these numbers were made",
+        "",
+        f"- Engine code version `{code}` (hash of `fl_r2sp/` without `cluster/`, "
+        "`experiments/common/provenance.py`); each section says which code version computed "
+        "its runs. "
+        f"Reuse of older code's runs: `{reuse}` (`FL_R2SP_REUSE_RUNS`).",
+        "- Engine: `fl_r2sp.server.runner.run` in-process over the virtual clock "
+        "(deterministic); times are *virtual* seconds of the emulated deployment.",
+        f"- Network: `paper-ec2` = fair-shared server link of {PAPER_SERVER_FAIR / 1e6:g} MB/s "
+        f"each way, client links {PAPER_CLIENT_LINK / 1e6:g} MB/s; `paper-ec2-fcfs` = a server "
+        f"that sends and receives one model at a time at {PAPER_SERVER_FCFS / 1e6:g} MB/s. "
+        "Seconds per local iteration: "
+        + ", ".join(f"{m} {cnn[m]:g} s" for m in paper.MODELS)
+        + ".",
+        "- Timing items (no SGD, clients echo the model) at the paper's size: "
+        + _settings_line("`--scale laptop`", {**lap, "group_size": lap["group_size"]})
+        + ", log-normal delays.",
+        "- Training items at `--scale laptop`: "
+        + _settings_line("at most", tr)
+        + f", train pool {pool} samples, batch "
+        f"{tr['batch_size']}, lr {tr['lr']} (paper {pap['lr']}), outliers: "
+        f"{pct(tr['outlier_fraction'])} of clients with Dirichlet {tr['outlier_alpha']}, the "
+        f"others {tr['alpha']}; models trained: {', '.join(tr['models'])} (the others are not "
+        "trained at this scale). Stagnation: no gain above "
+        f"{tr['convergence_tol']} for {tr['convergence_window']} evaluations.",
+        "- Training items at the paper's size (`paper_scale`, `outliers_scoring`; computed "
+        "where a GPU or enough CPU time was available, from the run cache): "
+        + _settings_line("at most", pap)
+        + f" (the scoring runs: {scoring['rounds']} BSP-round equivalents, filter off)"
+        + f", the full train split, batch {pap['batch_size']}, lr {pap['lr']}; stagnation: no "
+        f"gain above {pap['convergence_tol']} for {pap['convergence_window']} evaluations. Each "
+        "of their sections says how and where its runs were computed.",
+        "",
+        *verdict_rules(),
+        "",
+    ]
+
+
+def verdict_rules() -> list[str]:
+    """The verdict rules and the fitted cells, from :mod:`experiments.common.verdicts`."""
+    lo, hi = verdicts.BAND
+    return [
+        "**Verdict rules.** A time, ratio or count is *reproduced* when ours / paper lies in "
+        f"[{lo:.2f}, {hi:.2f}]. A reduction (a speedup or an improvement) is judged by what "
+        "it leaves: our remaining share (one minus the reduction) over the paper's must lie in "
+        "the same band.",
+        "",
+        "**Fitted, never reproductions.** These paper numbers were inputs of the emulation "
+        f"profile (`{paper.CALIBRATION_NOTES}`); their cells say *fitted*, and figures derived "
+        "from them say *from fitted inputs*:",
+        *(f"- {t}" for t in verdicts.fitted_text()),
+    ]

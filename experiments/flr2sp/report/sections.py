@@ -1,0 +1,167 @@
+"""The FL-R²SP part of REPORT.md: one section per item, in the paper's order.
+
+Each item's section is its provenance, its table, the figures kept beside the report and its
+reading; the tables and readings live with their kind of item (:mod:`.timing`, :mod:`.training`,
+:mod:`.paper_size`), the cell formats in :mod:`.formats`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from experiments.common import provenance
+from experiments.common.conf import TRAINING
+from experiments.flr2sp import paper
+from experiments.flr2sp.previous_report import comparison_lines
+from experiments.flr2sp.report.formats import Summary
+from experiments.flr2sp.report.paper_size import note_paper_scale, sec_paper_scale
+from experiments.flr2sp.report.timing import (
+    note_c_sweep,
+    note_fig16,
+    note_fig17,
+    note_fig18,
+    note_table2,
+    note_table5,
+    sec_c_sweep,
+    sec_fig16,
+    sec_fig17,
+    sec_fig18,
+    sec_table2,
+    sec_table5,
+)
+from experiments.flr2sp.report.training import (
+    note_fig15,
+    note_outliers,
+    note_outliers_scoring,
+    note_table4,
+    sec_fig15,
+    sec_outliers,
+    sec_outliers_scoring,
+    sec_table4,
+)
+
+#: An item's table: its summary -> Markdown lines.
+Table = Callable[[Summary], list[str]]
+#: An item's reading: (its summary, every item's summary) -> one paragraph.
+Note = Callable[[Summary, dict[str, Summary]], str]
+
+#: Figures copied next to the report (item -> file names in the item folder).
+KEEP = {
+    "table2": ["table2.png"],
+    "table5": ["table5.png"],
+    "fig15": ["fig15.png", "accuracy-cnn.png", "accuracy-lstm.png"],
+    "fig16": [
+        "gantt-bsp-fair.png",
+        "gantt-fl-r2sp-fair.png",
+        "gantt-bsp-fcfs.png",
+        "gantt-fl-r2sp-fcfs.png",
+    ],
+    "fig17": ["egress-resnet20-fair.png", "egress-cnn-fair.png", "egress-resnet20-fcfs.png"],
+    "fig18": ["fig18.png"],
+    "c_sweep": ["c_sweep.png"],
+    "outliers_scoring": ["outliers_scoring.png"],
+    "paper_scale": ["accuracy-cnn.png"],
+}
+
+#: Item -> (section title, table, reading), in the report's order.
+SECTIONS: dict[str, tuple[str, Table, Note]] = {
+    "table2": (
+        "Table II — communication slowdown under contention",
+        sec_table2,
+        note_table2,
+    ),
+    "table4": ("Table IV — per-round and convergence time", sec_table4, note_table4),
+    "table5": (
+        "Table V — push/pull time and communication speedup",
+        sec_table5,
+        note_table5,
+    ),
+    "fig15": ("Fig. 15 — final accuracy per scheme (+ FedBuff)", sec_fig15, note_fig15),
+    "fig16": ("Fig. 16 — client phases (Gantt)", sec_fig16, note_fig16),
+    "fig17": ("Fig. 17 — server egress peaks", sec_fig17, note_fig17),
+    "fig18": ("Fig. 18 — round time vs group size", sec_fig18, note_fig18),
+    "c_sweep": ("Round time and accuracy vs C", sec_c_sweep, note_c_sweep),
+    "outliers": (
+        "Outlier filter precision/recall and false positives",
+        sec_outliers,
+        note_outliers,
+    ),
+    "outliers_scoring": (
+        "Outlier scoring at the paper's per-client setting: which cosine reference",
+        sec_outliers_scoring,
+        note_outliers_scoring,
+    ),
+    "paper_scale": (
+        "Paper-size training: Table IV's convergence and Fig. 15 ("
+        f"{TRAINING['paper']['num_partitions']} clients, tau "
+        f"{TRAINING['paper']['local_iterations']})",
+        sec_paper_scale,
+        note_paper_scale,
+    ),
+}
+#: The items, in the report's order.
+ITEMS = tuple(SECTIONS)
+
+
+def load_summary(out: Path, item: str, name: str = "summary.json") -> Summary | None:
+    """``<out>/<item>/<name>`` parsed, or None when the item has not run."""
+    path = out / item / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def item_lines(
+    out: Path, keep: Path, item: str, summaries: dict[str, Summary], report_dir: Path
+) -> list[str]:
+    """One item's section: provenance, table, kept figures (copied to ``keep``) and reading;
+    ``report_dir`` holds the previous report's quoted tables."""
+    title, section, note = SECTIONS[item]
+    lines = [f"## {title}", ""]
+    d = summaries.get(item)
+    if d is None:
+        return lines + [
+            f"Not run (no `{item}/summary.json`): `python -m experiments.flr2sp.{item}`.",
+            "",
+        ]
+    prov = load_summary(out, item, "provenance.json")
+    lines += [
+        f"Scale `{d['scale']}`, seeds {d['seeds']}. Paper: {paper.CLAIMS.get(item, '')}",
+        "",
+        provenance.summarise(prov) if prov else "Runs: code version not recorded.",
+        "",
+    ]
+    lines += section(d) + [""]
+    lines += missing_lines(item, d)
+    previous = comparison_lines(item, d, report_dir)
+    lines += previous + ([""] if previous else [])
+    for name in [f"{item}.csv"] + KEEP.get(item, []):
+        src = out / item / ("summary.csv" if name.endswith(".csv") else name)
+        if src.exists():
+            shutil.copyfile(src, keep / (name if name.endswith(".csv") else f"{item}-{name}"))
+            if name.endswith(".png"):
+                lines += [f"![{item} {name}](report/{item}-{name})", ""]
+    return [*lines, note(d, summaries), ""]
+
+
+def missing_lines(item: str, d: Summary) -> list[str]:
+    """The runs an item left out because they were not cached (``--skip-training``), with the
+    command that computes them (items other than ``paper_scale``, which lists its own)."""
+    miss = d.get("missing") or []
+    if not miss or item == "paper_scale":
+        return []
+    what = ", ".join(f"{m.get('scheme') or m.get('case')} seed {m['seed']}" for m in miss)
+    seeds = ",".join(dict.fromkeys(str(m["seed"]) for m in miss))
+    return [
+        f"Not cached, left out ({len(miss)} runs: {what}); computed by "
+        f"`OMP_NUM_THREADS=1 python -m experiments.flr2sp.{item} --scale {d['scale']} "
+        f"--seeds {seeds}`.",
+        "",
+    ]
+
+
+def flr2sp_lines(out: Path, keep: Path, report_dir: Path) -> list[str]:
+    """Every FL-R²SP item's section from the summaries under ``out`` (missing: "not run")."""
+    summaries = {i: d for i in ITEMS if (d := load_summary(out, i)) is not None}
+    return [line for item in ITEMS for line in item_lines(out, keep, item, summaries, report_dir)]

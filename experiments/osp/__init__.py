@@ -1,0 +1,1 @@
+"""The OSP paper: small real CPU runs of OSP against BSP and R²SP."""

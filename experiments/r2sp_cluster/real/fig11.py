@@ -1,0 +1,71 @@
+"""Fig. 11 of the R²SP paper in small real CPU runs: R²SP without and with batch tuning.
+
+ResNet-32 / CIFAR-10 (first 10,000 training images, batch 16), 4 workers with the compute
+multipliers of cluster B's speeds (g2.2x, p2.x, g3.4x, g3.4x: 2.14, 1.46, 1, 1), 1 PS
+unthrottled; target loss 2.2; the idle rule (:func:`fl_r2sp.cluster.policies.idle_rule`) tunes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.r2sp_cluster.real.figures import plot_fig11
+from experiments.r2sp_cluster.real.runs import (
+    FIG11_TIME_RATIO,
+    collect,
+    config,
+    mean,
+    means,
+    multipliers,
+    paired,
+    verdict_of,
+    write_records,
+)
+from experiments.r2sp_cluster.twin.setting import claim
+from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.policies import SchemeParams
+
+
+def fig11_config(tuning: str, seed: int) -> ClusterConfig:
+    """Fig. 11's R²SP run with ``tuning``: ResNet-32 / CIFAR-10 on cluster-B multipliers."""
+    return config(
+        workers=4, servers=1, scheme=SchemeParams("r2sp", tuning=tuning), model="resnet32",
+        dataset="cifar10", max_train=10_000, batch_size=16, lr=0.05, max_iterations=40,
+        loss_threshold=2.2, compute_multipliers=multipliers(("g2.2x", "p2.x", "g3.4x", "g3.4x")),
+        seed=seed, timeout_s=240.0, run_timeout_s=360.0,  # loading CIFAR-10 takes a while
+    )  # fmt: skip
+
+
+def fig11(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
+    """R²SP with and without batch tuning on heterogeneous workers: time to the target."""
+    recs = collect(out, "fig11", ("none", "idle"), seeds, fig11_config, fresh)
+    table = []
+    for lab in ("none", "idle"):
+        row = {"tuning": lab, **means(recs, lab, seeds)}
+        row["time_ratio"] = paired(recs, lab, "none", "time_to_target_s", seeds)
+        row["iterations_ratio"] = paired(recs, lab, "none", "iterations_to_target", seeds)
+        row["mean_batch"] = mean([recs[(lab, s)]["mean_batch"] for s in seeds])
+        table.append(row)
+    tuned = table[1]
+    tuned.update(paper_time_ratio=FIG11_TIME_RATIO,
+                 verdict_time=verdict_of(tuned["time_ratio"], FIG11_TIME_RATIO, 1.0))  # fmt: skip
+    plot_fig11(out / "fig11" / "fig11.png", recs, seeds)
+    times = [(recs[("idle", s)]["time_to_target_s"], recs[("none", s)]["time_to_target_s"])
+             for s in seeds]  # fmt: skip
+    claims = {"tuning reaches the target sooner": sooner(times)}
+    return write_records(out, "fig11", recs, table, seeds, claims)
+
+
+def sooner(pairs: Sequence[tuple[float | None, float | None]]) -> str:
+    """Claim verdict over seeds: (tuned, untuned) times to the target, None = not reached.
+
+    A seed counts for tuning if only the tuned run reached the target or both did and the tuned
+    one sooner; against it if only the untuned run reached it or both did and it was sooner;
+    "holds" needs a majority of the seeds where either run reached the target.
+    """
+    votes = [
+        (a is not None) and (b is None or a < b) for a, b in pairs if a is not None or b is not None
+    ]
+    return "n/a" if not votes else claim(2 * sum(votes) > len(votes))

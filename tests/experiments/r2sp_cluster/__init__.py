@@ -1,0 +1,1 @@
+"""Tests of experiments/r2sp_cluster/."""
