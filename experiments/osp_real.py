@@ -39,7 +39,7 @@ from typing import Any
 from experiments.cluster_real_setup import cached_run, mean, publish, ratio, write_item
 from experiments.cluster_twin_setup import BAND, claim, figure, save, verdict
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.policies.ps.params import SchemeParams
 
 ITEM = "osp_real"
 LABELS = ("bsp", "r2sp", "osp-s", "osp-s-fixed", "osp-c-fixed")

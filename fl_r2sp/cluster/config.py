@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fl_r2sp.cluster.policies.params import SchemeParams
+from fl_r2sp.cluster.policies.ps.params import SchemeParams
 
 #: Integers travel in float32 message headers, which represent them exactly below 2**24.
 HEADER_INT_LIMIT = 2**24
@@ -143,7 +143,7 @@ class ClusterConfig:
         self._check_numbers()
         self._check_per_worker()
         if self.scheme.scheme.startswith("osp"):
-            from fl_r2sp.cluster.runtime.osp_rank import check_osp_config
+            from fl_r2sp.cluster.runtime.osp.rank import check_osp_config
 
             check_osp_config(self)
         bad = [d for d in self.devices if not _DEVICE.match(d)]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fl_r2sp.cluster.policies.osp import OSPParams
-from fl_r2sp.cluster.policies.params import SchemeParams
+from fl_r2sp.cluster.policies.osp.rules import OSPParams
+from fl_r2sp.cluster.policies.ps.params import SchemeParams
 
 
 def test_scheme_params_osp_defaults_equal_the_policy_defaults() -> None:

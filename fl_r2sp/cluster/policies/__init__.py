@@ -2,21 +2,21 @@
 
 :func:`make_policy` builds one from validated :class:`SchemeParams`; the runtime and the
 virtual-time twin call the same object through the :class:`CoordinatorPolicy` protocol
-(:mod:`fl_r2sp.cluster.policies.base`). Every policy records its decisions in ``trace``.
+(:mod:`fl_r2sp.cluster.policies.common.base`). Every policy records its decisions in ``trace``.
 """
 
 from __future__ import annotations
 
-from fl_r2sp.cluster.policies._trace import TracedPolicy
-from fl_r2sp.cluster.policies.asp import ASPPolicy
-from fl_r2sp.cluster.policies.base import CoordinatorPolicy, Permission, PushReport
-from fl_r2sp.cluster.policies.bsp import BSPPolicy
-from fl_r2sp.cluster.policies.osp_coordinator import OSP_POLICIES, OSPCoordinatorPolicy
-from fl_r2sp.cluster.policies.params import OSP_SCHEMES, SCHEMES, SchemeParams
-from fl_r2sp.cluster.policies.r2sp import R2SPPolicy
-from fl_r2sp.cluster.policies.safa import SAFAPolicy
-from fl_r2sp.cluster.policies.ssp import SSPPolicy
-from fl_r2sp.cluster.policies.tuning import BatchTuner, idle_rule, proportional_rule
+from fl_r2sp.cluster.policies.common.base import CoordinatorPolicy, Permission, PushReport
+from fl_r2sp.cluster.policies.common.trace import TracedPolicy
+from fl_r2sp.cluster.policies.osp.coordinator import OSP_POLICIES, OSPCoordinatorPolicy
+from fl_r2sp.cluster.policies.ps.asp import ASPPolicy
+from fl_r2sp.cluster.policies.ps.bsp import BSPPolicy
+from fl_r2sp.cluster.policies.ps.params import OSP_SCHEMES, SCHEMES, SchemeParams
+from fl_r2sp.cluster.policies.ps.r2sp import R2SPPolicy
+from fl_r2sp.cluster.policies.ps.safa import SAFAPolicy
+from fl_r2sp.cluster.policies.ps.ssp import SSPPolicy
+from fl_r2sp.cluster.policies.ps.tuning import BatchTuner, idle_rule, proportional_rule
 
 __all__ = [
     "SCHEMES",

@@ -2,7 +2,7 @@
 
 ``--scheme`` picks a *family* from :data:`FAMILIES`: the parameter-server schemes (this
 module's PS flags, a :class:`ClusterConfig`) or the all-reduce family (:mod:`.reduce_cli`, a
-:class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig`); the rank entry dispatches on
+:class:`~fl_r2sp.cluster.runtime.reduce.config.ReduceRunConfig`); the rank entry dispatches on
 the config's type. A family owns its flags: one typed with another family's scheme is refused
 (exit 2) instead of being silently ignored. A new runtime adds one :class:`SchemeFamily` row.
 
@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies.params import SCHEMES, T_MEASURES, TUNING_RULES, SchemeParams
+from fl_r2sp.cluster.policies.ps.params import SCHEMES, T_MEASURES, TUNING_RULES, SchemeParams
 from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES
-from fl_r2sp.cluster.runtime import dssync_cli, osp_cli, reduce_cli
-from fl_r2sp.cluster.runtime.cli_values import parse_floats as _floats
+from fl_r2sp.cluster.runtime.common.cli_values import parse_floats as _floats
+from fl_r2sp.cluster.runtime.dssync import cli as dssync_cli
+from fl_r2sp.cluster.runtime.osp import cli as osp_cli
+from fl_r2sp.cluster.runtime.reduce import cli as reduce_cli
 
 
 class RunConfig(Protocol):

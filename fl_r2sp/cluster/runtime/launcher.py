@@ -94,7 +94,7 @@ def launch(cfg: RunConfig, start_method: str = "forkserver") -> dict[str, Any]:
     ----------
     cfg : RunConfig
         The run: a :class:`ClusterConfig` (parameter servers) or another family's config,
-        e.g. a :class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig`.
+        e.g. a :class:`~fl_r2sp.cluster.runtime.reduce.config.ReduceRunConfig`.
     start_method : str, default "forkserver"
         How the agent starts rank processes: "forkserver" (one server process imports torch,
         ranks fork from it: ~5x faster start on a small machine), "spawn" or "fork".

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.dssync_config import DSSyncRunConfig
-from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
+from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
+from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 
 #: Seconds the runner waits beyond ``run_timeout_s`` before it kills ranks that are left.
 KILL_GRACE_S = 90.0

@@ -33,8 +33,8 @@ from torch import nn
 from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
 from fl_r2sp.cluster.models import build_model
 from fl_r2sp.cluster.policies import make_policy
-from fl_r2sp.cluster.runtime import protocol as P
-from fl_r2sp.cluster.runtime.context import RankContext, new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.common import protocol as P
+from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
 
 WATCHDOG_GRACE_S = 60.0
 EXIT_WAIT_S = 10.0
@@ -75,23 +75,23 @@ def run_rank(
     config : ClusterConfig or dict
         The run configuration (a dict from :meth:`ClusterConfig.to_dict` crosses process
         boundaries); validated again here. An all-reduce-family run (a
-        :class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig` or its dict) goes to
-        :func:`~fl_r2sp.cluster.runtime.reduce_rank.run_reduce_rank`.
+        :class:`~fl_r2sp.cluster.runtime.reduce.config.ReduceRunConfig` or its dict) goes to
+        :func:`~fl_r2sp.cluster.runtime.reduce.rank.run_reduce_rank`.
     init_method : str or None, default None
         ``torch.distributed`` init method (None: ``env://``, as set by torchrun/elastic).
     rank, world_size, local_rank : int or None
         Default to ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (0) from the environment.
     """
-    from fl_r2sp.cluster.runtime.reduce_config import is_reduce_run
+    from fl_r2sp.cluster.runtime.reduce.config import is_reduce_run
 
     if is_reduce_run(config):  # all reduce / partial / selective: no parameter server
-        from fl_r2sp.cluster.runtime.reduce_rank import run_reduce_rank
+        from fl_r2sp.cluster.runtime.reduce.rank import run_reduce_rank
 
         return run_reduce_rank(config, init_method, rank, world_size, local_rank)
-    from fl_r2sp.cluster.runtime.dssync_config import is_dssync_run
+    from fl_r2sp.cluster.runtime.dssync.config import is_dssync_run
 
     if is_dssync_run(config):  # DS-Sync, hierarchical all-reduce, gossip: no parameter server
-        from fl_r2sp.cluster.runtime.dssync_rank import run_dssync_rank
+        from fl_r2sp.cluster.runtime.dssync.rank import run_dssync_rank
 
         return run_dssync_rank(config, init_method, rank, world_size, local_rank)
     cfg = config if isinstance(config, ClusterConfig) else ClusterConfig.from_dict(config)
@@ -123,7 +123,7 @@ def _play(cfg: ClusterConfig, rank: int, world_size: int, local_rank: int) -> di
     bounds = P.shard_bounds(flat.numel(), cfg.servers)
     store = new_store()
     if rank == 0:
-        from fl_r2sp.cluster.runtime.leader import make_run_dir, run_name
+        from fl_r2sp.cluster.runtime.ps.leader import make_run_dir, run_name
 
         run_dir = make_run_dir(cfg.run_dir, run_name(cfg))
         info: dict[str, Any] = {"epoch": time.time(), "run_dir": str(run_dir)}
@@ -135,7 +135,7 @@ def _play(cfg: ClusterConfig, rank: int, world_size: int, local_rank: int) -> di
     policy = make_policy(cfg.scheme, cfg.workers, cfg.batch_size)
     gone: set[int] = set()
     try:
-        from fl_r2sp.cluster.runtime.osp_rank import is_osp, play_osp, worker_rank_of
+        from fl_r2sp.cluster.runtime.osp.rank import is_osp, play_osp, worker_rank_of
 
         if is_osp(cfg):  # OSP-S / OSP-C: their own shard server and worker loop
             summary = play_osp(ctx, policy, flat, model)
@@ -145,18 +145,18 @@ def _play(cfg: ClusterConfig, rank: int, world_size: int, local_rank: int) -> di
                 gone |= set(summary["lost_servers"])
             return summary
         if rank == 0:
-            from fl_r2sp.cluster.runtime.leader import run_leader
+            from fl_r2sp.cluster.runtime.ps.leader import run_leader
 
             summary = run_leader(ctx, policy, flat)
             gone = {P.worker_rank(int(w), cfg.servers) for w in summary["lost_workers"]}
             gone |= set(summary["lost_servers"])
             return summary
         if ctx.is_server:
-            from fl_r2sp.cluster.runtime.leader import run_other_server
+            from fl_r2sp.cluster.runtime.ps.leader import run_other_server
 
             run_other_server(ctx, flat, policy.apply_mode, policy.admission)
         else:
-            from fl_r2sp.cluster.runtime.worker import Worker
+            from fl_r2sp.cluster.runtime.ps.worker import Worker
 
             Worker(ctx, barrier=policy.apply_mode == "barrier").run()
         return None
