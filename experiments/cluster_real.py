@@ -54,7 +54,7 @@ from experiments.cluster_real_setup import (
 )
 from experiments.cluster_twin_setup import claim, verdict
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params as SchemeParams
 
 Records = dict[tuple[str, int], dict[str, Any]]
 METRICS = ("iteration_s", "iterations_to_target", "samples_to_target", "time_to_target_s")

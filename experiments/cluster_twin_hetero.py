@@ -37,8 +37,8 @@ from experiments.cluster_twin_setup import (
     verdict,
     write_item,
 )
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
 from fl_r2sp.cluster.policies.ps.tuning import idle_rule
+from fl_r2sp.cluster.schemes import scheme_params as SchemeParams
 from fl_r2sp.cluster.sim import TwinResult, TwinSpec
 
 TYPES = [t for t, v in TABLE3.items() for _ in range(int(v["count"]))]

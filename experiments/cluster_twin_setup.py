@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from experiments.common import mean_std, write_csv, write_json
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params as SchemeParams
 from fl_r2sp.cluster.sim import TwinResult, TwinSpec, simulate
 
 MB = 1e6

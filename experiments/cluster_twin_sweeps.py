@@ -29,7 +29,7 @@ from experiments.cluster_twin_setup import (
     save,
     write_item,
 )
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params as SchemeParams
 
 SCALES = (4.0, 2.0, 1.0, 0.5, 0.25, 0.1)
 R_VALUES = tuple(round(0.1 * i, 1) for i in range(11))

@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import math
 
+#: S(G^u) rules: Algorithm 1's per-epoch schedule, or a fixed byte budget.
+BUDGETS: tuple[str, ...] = ("scheduled", "fixed")
+#: Eq. 5 as printed, b(1+lr)·T_C/N, or divided, b·T_C/(N(1+lr)).
+LOSS_FORMS: tuple[str, ...] = ("printed", "divided")
+
 
 def u_max(
     bandwidth: float,
@@ -20,8 +25,8 @@ def u_max(
     compute_s: float,
     num_workers: int,
     model_bytes: float,
-    cap_fraction: float = 0.8,
-    loss_form: str = "printed",
+    cap_fraction: float,
+    loss_form: str,
 ) -> float:
     """U_max in bytes (see the module docstring).
 
@@ -37,9 +42,9 @@ def u_max(
         N >= 1.
     model_bytes : float
         Model size in bytes (> 0).
-    cap_fraction : float, default 0.8
-        Cap as a fraction of ``model_bytes``, in (0, 1].
-    loss_form : str, default "printed"
+    cap_fraction : float
+        Cap as a fraction of ``model_bytes``, in (0, 1] (the record's default: the paper's 0.8).
+    loss_form : str
         "printed" (multiply by 1 + lr) or "divided" (divide by it).
 
     Raises

@@ -28,7 +28,6 @@ Worker side (pure functions on lists of per-layer arrays, new arrays returned):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,14 +39,11 @@ Bitmap = NDArray[np.bool_]
 
 #: Layer-choice rules: the paper's importance, and the two ablations.
 SELECTIONS: tuple[str, ...] = ("importance", "random", "topk")
-#: S(G^u) rules: Algorithm 1's per-epoch schedule, or a fixed byte budget.
-BUDGETS: tuple[str, ...] = ("scheduled", "fixed")
+
 
 __all__ = [
-    "BUDGETS",
     "SELECTIONS",
     "BudgetSchedule",
-    "OSPParams",
     "ics_correction",
     "layer_importance",
     "layer_scores",
@@ -55,61 +51,6 @@ __all__ = [
     "select_ics_layers",
     "u_max",
 ]
-
-
-@dataclass(frozen=True)
-class OSPParams:
-    """OSP's knobs (ablations included).
-
-    Parameters
-    ----------
-    selection : str, default "importance"
-        "importance" (``Σ|g·P|``, the paper), "random" (a seeded random order each call) or
-        "topk" (rank by gradient magnitude ``Σ|g|`` alone: the largest gradients stay in RS).
-    lgp : bool, default True
-        Apply local updates to the unimportant layers (Eq. 6); False leaves them stale until ICS.
-    budget : str, default "scheduled"
-        "scheduled" (Algorithm 1 per epoch) or "fixed" (``fixed_budget_bytes`` throughout).
-    fixed_budget_bytes : float, default 0.0
-        S(G^u) for ``budget="fixed"`` (>= 0; capped at ``cap_fraction`` of the model).
-    cap_fraction : float, default 0.8
-        U_max cap as a fraction of the model size (the paper's 80%), in (0, 1].
-    loss_form : str, default "printed"
-        "printed": ``U_max = b(1+lr)·T_C/N`` as in Eq. 5; "divided": ``b·T_C/(N(1+lr))`` (the
-        physically expected form; see :mod:`.osp_budget`).
-    seed : int, default 0
-        Seed of the "random" selection.
-    """
-
-    selection: str = "importance"
-    lgp: bool = True
-    budget: str = "scheduled"
-    fixed_budget_bytes: float = 0.0
-    cap_fraction: float = 0.8
-    loss_form: str = "printed"
-    seed: int = 0
-
-    def validate(self) -> OSPParams:
-        """Check the knobs; return ``self``.
-
-        Raises
-        ------
-        ValueError
-            Naming the bad field.
-        """
-        if self.selection not in SELECTIONS:
-            raise ValueError(f"unknown selection {self.selection!r}; choose one of {SELECTIONS}")
-        if self.budget not in BUDGETS:
-            raise ValueError(f"unknown budget {self.budget!r}; choose one of {BUDGETS}")
-        if not (np.isfinite(self.fixed_budget_bytes) and self.fixed_budget_bytes >= 0):
-            raise ValueError(f"fixed_budget_bytes must be >= 0, got {self.fixed_budget_bytes!r}")
-        if not 0.0 < self.cap_fraction <= 1.0:
-            raise ValueError(f"cap_fraction must be in (0, 1], got {self.cap_fraction!r}")
-        if self.loss_form not in ("printed", "divided"):
-            raise ValueError(f"loss_form must be 'printed' or 'divided', got {self.loss_form!r}")
-        if self.seed < 0:
-            raise ValueError(f"seed must be >= 0, got {self.seed}")
-        return self
 
 
 def _check_layers(a: Sequence[Array], b: Sequence[Array], what: str) -> None:

@@ -6,9 +6,11 @@ pulls the latest parameters straight away. A lost worker changes nothing for the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
+from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
@@ -31,3 +33,19 @@ class ASPPolicy(TracedPolicy):
         if not self.check_report(report):
             return []
         return [self.grant(report.worker, report.iteration + 1, report.now)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ASPParams(PSParams):
+    """ASP's record: no knobs (asynchronous parallel).
+
+    Parameters
+    ----------
+    scheme : str, default "asp"
+    """
+
+    scheme: str = "asp"
+
+    def make(self, num_workers: int, batch_size: int) -> ASPPolicy:
+        """A :class:`ASPPolicy` for ``num_workers`` workers."""
+        return ASPPolicy(num_workers, batch_size)

@@ -8,9 +8,11 @@ never wait for it: if it was the last one missing, its loss releases the barrier
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
+from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
@@ -58,3 +60,19 @@ class BSPPolicy(TracedPolicy):
         super().on_worker_lost(worker, now)
         self.pushed.discard(worker)
         return self._release(now)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BSPParams(PSParams):
+    """BSP's record: no knobs (bulk-synchronous parallel).
+
+    Parameters
+    ----------
+    scheme : str, default "bsp"
+    """
+
+    scheme: str = "bsp"
+
+    def make(self, num_workers: int, batch_size: int) -> BSPPolicy:
+        """A :class:`BSPPolicy` for ``num_workers`` workers."""
+        return BSPPolicy(num_workers, batch_size)

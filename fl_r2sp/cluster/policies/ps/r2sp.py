@@ -27,12 +27,18 @@ the sum rounds down, so ``at - t_last >= gap`` holds exactly as computed.
 
 from __future__ import annotations
 
+import argparse
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
+from fl_r2sp.cluster.policies.common.params import PSParams, check_fraction, check_int
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
-from fl_r2sp.cluster.policies.ps.tuning import BatchTuner
+from fl_r2sp.cluster.policies.ps.tuning import TUNING_RULES, BatchTuner
+
+#: Which EMA feeds R²SP's period T: active time (compute + comm) or the full grant-to-grant cycle.
+T_MEASURES: tuple[str, ...] = ("active", "cycle")
 
 
 class EMA:
@@ -66,16 +72,8 @@ class R2SPPolicy(TracedPolicy):
         N >= 1.
     batch_size : int
         Initial batch size of every worker (>= 1).
-    gap_factor : float, default 0.8
-        r in [0, 1].
-    ema_weight : float, default 0.1
-        EMA weight of the latest observation, in (0, 1].
-    tuning : str, default "none"
-        "none", "idle" or "proportional".
-    tuning_warmup : int, default 5
-        Warm-up iterations per worker before tuning.
-    t_measure : str, default "active"
-        "active" or "cycle": which T estimate sets the gap.
+    params : R2SPParams
+        r, the EMA weight, the tuning rule and the T measure.
     """
 
     name: ClassVar[str] = "r2sp"
@@ -85,19 +83,13 @@ class R2SPPolicy(TracedPolicy):
         self,
         num_workers: int,
         batch_size: int,
-        gap_factor: float = 0.8,
-        ema_weight: float = 0.1,
-        tuning: str = "none",
-        tuning_warmup: int = 5,
-        t_measure: str = "active",
+        params: R2SPParams,
     ) -> None:
         super().__init__(num_workers, batch_size)
-        if not 0.0 <= gap_factor <= 1.0:
-            raise ValueError(f"gap_factor r must lie in [0, 1], got {gap_factor!r}")
-        if t_measure not in ("active", "cycle"):
-            raise ValueError(f"t_measure must be 'active' or 'cycle', got {t_measure!r}")
-        self.gap_factor = float(gap_factor)
-        self.t_measure = t_measure
+        params.validate()
+        self.gap_factor = float(params.gap_factor)
+        self.t_measure = params.t_measure
+        ema_weight, tuning = params.ema_weight, params.tuning
         self.order: tuple[int, ...] = tuple(range(num_workers))
         self.turn = 0  # index into order
         self.pending: dict[int, int] = {}  # worker -> iteration it asks to start
@@ -105,7 +97,8 @@ class R2SPPolicy(TracedPolicy):
         self.last_grant: dict[int, float] = {}
         self.ema_active = {w: EMA(ema_weight) for w in self.order}
         self.ema_cycle = {w: EMA(ema_weight) for w in self.order}
-        self.tuner = None if tuning == "none" else BatchTuner(tuning, batch_size, tuning_warmup)
+        self.tuner = (None if tuning == "none"
+                      else BatchTuner(tuning, batch_size, params.tuning_warmup))  # fmt: skip
 
     # -- estimates -------------------------------------------------------------
     def estimate(self, measure: str) -> float:
@@ -218,3 +211,81 @@ class R2SPPolicy(TracedPolicy):
             "gap": self.gap(),
             "n_live": len(self.live),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class R2SPParams(PSParams):
+    """R²SP's record (defaults: ``docs/paper-notes.md``, cluster part).
+
+    Parameters
+    ----------
+    scheme : str, default "r2sp"
+    gap_factor : float, default 0.8
+        r in [0, 1]: consecutive permissions are >= r·T/N apart (the paper's default).
+    ema_weight : float, default 0.1
+        Weight in (0, 1] of the latest observation in the EMAs of the iteration time (the
+        cluster paper gives none; 0.1 is the FL-R²SP paper's).
+    tuning : str, default "none"
+        Batch-size tuning rule: "none", "idle" (b + v·t_block; reproduces the paper's Table
+        III) or "proportional" (b·v/v_slowest; fits its Fig. 5 text).
+    tuning_warmup : int, default 5
+        Iterations every live worker completes before the batch sizes are tuned (>= 1).
+    t_measure : str, default "active"
+        Which T estimate sets the gap: "active" (compute + comm, blocking excluded; the paper's
+        definition) or "cycle" (grant-to-grant time).
+    """
+
+    scheme: str = "r2sp"
+    gap_factor: float = 0.8
+    ema_weight: float = 0.1
+    tuning: str = "none"
+    tuning_warmup: int = 5
+    t_measure: str = "active"
+
+    def check(self) -> None:
+        """Raise ValueError naming the first bad knob."""
+        check_fraction("gap_factor r", self.gap_factor, low_open=False)
+        check_fraction("ema_weight", self.ema_weight, low_open=True)
+        check_int("tuning_warmup", self.tuning_warmup, 1)
+        if self.tuning not in TUNING_RULES:
+            raise ValueError(f"unknown tuning {self.tuning!r}; choose one of {TUNING_RULES}")
+        if self.t_measure not in T_MEASURES:
+            raise ValueError(f"unknown t_measure {self.t_measure!r}; choose one of {T_MEASURES}")
+
+    def make(self, num_workers: int, batch_size: int) -> R2SPPolicy:
+        """An :class:`R2SPPolicy` for ``num_workers`` workers."""
+        return R2SPPolicy(num_workers, batch_size, self)
+
+    @classmethod
+    def add_flags(cls, group: argparse._ArgumentGroup) -> None:
+        """The R²SP flags: ``--gap-factor``, ``--ema-weight``, ``--t-measure``, ``--tuning*``."""
+        d, a = cls(), group.add_argument
+        a("--gap-factor", type=float, default=d.gap_factor, help=f"R²SP r [{d.gap_factor}]")
+        a(
+            "--ema-weight",
+            type=float,
+            default=d.ema_weight,
+            help=f"R²SP EMA weight [{d.ema_weight}]",
+        )
+        a("--t-measure", choices=T_MEASURES, default=d.t_measure,
+          help=f"R²SP T estimate [{d.t_measure}]")  # fmt: skip
+        a(
+            "--tuning",
+            choices=TUNING_RULES,
+            default=d.tuning,
+            help=f"R²SP batch tuning [{d.tuning}]",
+        )
+        a("--tuning-warmup", type=int, default=d.tuning_warmup,
+          help=f"iterations before tuning [{d.tuning_warmup}]")  # fmt: skip
+
+    @classmethod
+    def from_flags(cls, scheme: str, ns: argparse.Namespace) -> Self:
+        """The record from the R²SP flags."""
+        return cls(
+            scheme=scheme,
+            gap_factor=ns.gap_factor,
+            ema_weight=ns.ema_weight,
+            tuning=ns.tuning,
+            tuning_warmup=ns.tuning_warmup,
+            t_measure=ns.t_measure,
+        )

@@ -3,7 +3,7 @@
 SAFA (Wu et al., IEEE TC 2021) synchronises the participants that report in time and absorbs
 stragglers' updates while their lag is tolerable; deprecated (too stale) participants are forced
 to resync. Our PS reading (the ToN paper gives no parameters; the knobs are documented in
-:class:`~fl_r2sp.cluster.policies.ps.params.SchemeParams`):
+:class:`SAFAParams`):
 
 * **Rounds.** Each permission carries the round ``r`` whose model the worker pulls. A push by a
   worker that pulled the *current* round's model is *fresh*: the worker waits. The round closes
@@ -26,10 +26,13 @@ to resync. Our PS reading (the ToN paper gives no parameters; the knobs are docu
 
 from __future__ import annotations
 
+import argparse
 import math
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, Self
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
+from fl_r2sp.cluster.policies.common.params import PSParams, check_fraction, check_int
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
@@ -42,12 +45,8 @@ class SAFAPolicy(TracedPolicy):
         N >= 1.
     batch_size : int
         Batch size of every worker (>= 1).
-    staleness_bound : int, default 5
-        Lag tolerance tau >= 0.
-    quorum : float, default 0.5
-        Fraction in (0, 1] of live workers whose fresh pushes close a round.
-    deadline_s : float, default inf
-        Round deadline (> 0 seconds after it opened; inf = quorum only).
+    params : SAFAParams
+        Lag tolerance, quorum and round deadline.
     """
 
     name: ClassVar[str] = "safa"
@@ -58,20 +57,13 @@ class SAFAPolicy(TracedPolicy):
         self,
         num_workers: int,
         batch_size: int,
-        staleness_bound: int = 5,
-        quorum: float = 0.5,
-        deadline_s: float = math.inf,
+        params: SAFAParams,
     ) -> None:
         super().__init__(num_workers, batch_size)
-        if staleness_bound < 0:
-            raise ValueError(f"SAFA staleness bound must be >= 0, got {staleness_bound}")
-        if not 0.0 < quorum <= 1.0:
-            raise ValueError(f"SAFA quorum must lie in (0, 1], got {quorum!r}")
-        if not deadline_s > 0:
-            raise ValueError(f"SAFA deadline must be > 0 s, got {deadline_s!r}")
-        self.staleness_bound = staleness_bound
-        self.quorum = float(quorum)
-        self.deadline_s = float(deadline_s)
+        params.validate()
+        self.staleness_bound = params.staleness_bound
+        self.quorum = float(params.quorum)
+        self.deadline_s = float(params.deadline_s)
         self.round = 0
         self.opened_at = 0.0
         self.waiting: dict[int, int] = {}  # fresh worker -> iteration it will start
@@ -150,3 +142,55 @@ class SAFAPolicy(TracedPolicy):
         super().on_worker_lost(worker, now)
         self.waiting.pop(worker, None)
         return self._maybe_close(now, deadline=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SAFAParams(PSParams):
+    """SAFA's record. The ToN paper gives no SAFA parameters; these defaults are ours: the
+    bound equals the SSP bound of the same experiments, and the quorum makes the 4 undelayed
+    workers of the 8-worker transformer setup the synchronous set.
+
+    Parameters
+    ----------
+    scheme : str, default "safa"
+    staleness_bound : int, default 5
+        Lag tolerance (>= 0): a straggler's update is absorbed while the rounds closed since
+        its pull are <= this bound, else it is discarded and the worker resyncs.
+    quorum : float, default 0.5
+        Fraction in (0, 1] of the live workers whose fresh pushes close a round.
+    deadline_s : float, default inf
+        A round also closes this long after it opened if at least one fresh push arrived
+        (seconds on the caller's clock, > 0; inf = quorum only).
+    """
+
+    scheme: str = "safa"
+    staleness_bound: int = 5
+    quorum: float = 0.5
+    deadline_s: float = math.inf
+
+    def check(self) -> None:
+        """Raise ValueError naming the first bad knob."""
+        check_int("safa_staleness_bound", self.staleness_bound, 0)
+        check_fraction("safa_quorum", self.quorum, low_open=True)
+        if not (isinstance(self.deadline_s, int | float) and self.deadline_s > 0):
+            raise ValueError(f"safa_deadline_s must be > 0 seconds, got {self.deadline_s!r}")
+
+    def make(self, num_workers: int, batch_size: int) -> SAFAPolicy:
+        """A :class:`SAFAPolicy` for ``num_workers`` workers."""
+        return SAFAPolicy(num_workers, batch_size, self)
+
+    @classmethod
+    def add_flags(cls, group: argparse._ArgumentGroup) -> None:
+        """``--safa-staleness-bound``, ``--safa-quorum``, ``--safa-deadline``."""
+        d, a = cls(), group.add_argument
+        a("--safa-staleness-bound", type=int, default=d.staleness_bound,
+          help=f"SAFA lag tolerance [{d.staleness_bound}]")  # fmt: skip
+        a("--safa-quorum", type=float, default=d.quorum, help=f"SAFA quorum [{d.quorum}]")
+        a("--safa-deadline", type=float, default=d.deadline_s,
+          help=f"SAFA round deadline s [{d.deadline_s}]")  # fmt: skip
+
+    @classmethod
+    def from_flags(cls, scheme: str, ns: argparse.Namespace) -> Self:
+        """The record from the SAFA flags."""
+        return cls(scheme=scheme, staleness_bound=ns.safa_staleness_bound,
+                   quorum=ns.safa_quorum, deadline_s=ns.safa_deadline)  # fmt: skip

@@ -19,9 +19,12 @@ or its loss: a lost worker no longer counts in the minimum and is never waited f
 
 from __future__ import annotations
 
-from typing import ClassVar
+import argparse
+from dataclasses import dataclass
+from typing import ClassVar, Self
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
+from fl_r2sp.cluster.policies.common.params import PSParams, check_int
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
@@ -34,18 +37,16 @@ class SSPPolicy(TracedPolicy):
         N >= 1.
     batch_size : int
         Batch size of every worker (>= 1).
-    bound : int, default 5
-        s >= 0.
+    params : SSPParams
+        The bound s.
     """
 
     name: ClassVar[str] = "ssp"
     apply_mode: ClassVar[ApplyMode] = "immediate"
 
-    def __init__(self, num_workers: int, batch_size: int, bound: int = 5) -> None:
+    def __init__(self, num_workers: int, batch_size: int, params: SSPParams) -> None:
         super().__init__(num_workers, batch_size)
-        if bound < 0:
-            raise ValueError(f"SSP bound must be >= 0, got {bound}")
-        self.bound = bound
+        self.bound = params.validate().bound
         self.held: dict[int, int] = {}  # worker -> iteration it waits to start
 
     def allowed(self, iteration: int) -> bool:
@@ -80,3 +81,37 @@ class SSPPolicy(TracedPolicy):
         super().on_worker_lost(worker, now)
         self.held.pop(worker, None)
         return self._release(now)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SSPParams(PSParams):
+    """SSP's record.
+
+    Parameters
+    ----------
+    scheme : str, default "ssp"
+    bound : int, default 5
+        s >= 0, the paper's experiments' bound (s = 0 is BSP's timing).
+    """
+
+    scheme: str = "ssp"
+    bound: int = 5
+
+    def check(self) -> None:
+        """Raise ValueError unless ``bound`` is an integer >= 0."""
+        check_int("ssp_bound", self.bound, 0)
+
+    def make(self, num_workers: int, batch_size: int) -> SSPPolicy:
+        """An :class:`SSPPolicy` for ``num_workers`` workers."""
+        return SSPPolicy(num_workers, batch_size, self)
+
+    @classmethod
+    def add_flags(cls, group: argparse._ArgumentGroup) -> None:
+        """``--ssp-bound``."""
+        group.add_argument("--ssp-bound", type=int, default=cls().bound,
+                           help=f"SSP bound s [{cls().bound}]")  # fmt: skip
+
+    @classmethod
+    def from_flags(cls, scheme: str, ns: argparse.Namespace) -> Self:
+        """The record from ``--ssp-bound``."""
+        return cls(scheme=scheme, bound=ns.ssp_bound)

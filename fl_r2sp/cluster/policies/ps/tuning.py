@@ -25,6 +25,9 @@ import math
 
 from fl_r2sp.cluster.policies.common.base import PushReport
 
+#: Batch-size tuning rules of R²SP ("none" = no tuning).
+TUNING_RULES: tuple[str, ...] = ("none", "idle", "proportional")
+
 
 def idle_rule(batch_size: int, speed: float, blocking_s: float) -> int:
     """``b + v · t_block``, rounded half up (Table III's rule)."""

@@ -1,9 +1,9 @@
 """Command-line flags of the DS-Sync family (``--scheme dssync|hierarchical|gossip``).
 
-:mod:`.cli` lists this module's :func:`add_flags`, :func:`build` and :func:`describe` in its
-scheme table. All-reduce BSP on this runtime (the DS-Sync baseline, with the rack network) is
-``--scheme dssync`` with one rack, or the all-reduce family's ``--scheme allreduce``
-(per-worker links, no racks).
+The scheme table (:mod:`fl_r2sp.cluster.schemes`) lists :func:`add_flags`, :func:`build` and
+:func:`describe` in its family row. All-reduce BSP on this runtime (the DS-Sync baseline, with
+the rack network) is ``--scheme dssync`` with one rack, or the all-reduce family's
+``--scheme allreduce`` (per-worker links, no racks).
 
 The network: ``--scenario S1|S2|S3 --link-rate R`` builds the paper's bottleneck scenario on
 two racks with every link nominally R MB/s
@@ -20,8 +20,6 @@ from fl_r2sp.cluster.policies.dssync.regroup import DSSyncParams
 from fl_r2sp.cluster.runtime.common.cli_values import links_text, parse_floats
 from fl_r2sp.cluster.runtime.dssync.config import SCENARIOS, DSSyncRunConfig, scenario
 
-#: The schemes this family adds to ``--scheme`` (all-reduce BSP: ``dssync`` with one rack).
-CLI_SCHEMES: tuple[str, ...] = ("dssync", "hierarchical", "gossip")
 #: Flags (argparse dests) that only DS-Sync itself uses.
 DSSYNC_ONLY: tuple[str, ...] = ("regroup_period", "slowness", "no_regroup")
 
@@ -78,8 +76,6 @@ def build(ns: argparse.Namespace, base: ClusterConfig, given: frozenset[str]) ->
         On a DS-Sync-only flag with another scheme, ``--scenario`` without ``--link-rate`` or
         together with ``--racks``/``--nic-caps``/``--uplink-caps``.
     """
-    if ns.scheme not in CLI_SCHEMES:
-        raise ValueError(f"{ns.scheme!r} is not a DS-Sync-family scheme")
     for dest in sorted(given & set(DSSYNC_ONLY)):
         if ns.scheme != "dssync":
             raise ValueError(f"--{dest.replace('_', '-')} applies to --scheme dssync only")
@@ -105,7 +101,3 @@ def describe(cfg: DSSyncRunConfig) -> str:
     links = links_text([c for c in (*cfg.nic_mb_s, *cfg.uplink_mb_s) if c > 0])
     return (f"{cfg.scheme}: {b.workers} workers (no PS), racks {racks}, {links}, {b.model} on "
             f"{b.dataset}, {b.max_iterations} iterations per worker")  # fmt: skip
-
-
-#: ``(add_flags, build, describe)``: this family's row of :data:`.cli.FAMILIES`.
-FAMILY_HOOKS = (add_flags, build, describe)

@@ -25,13 +25,10 @@ from fl_r2sp.cluster.policies.dssync.patterns import check_racks
 from fl_r2sp.cluster.policies.dssync.regroup import DSSyncParams
 from fl_r2sp.cluster.runtime.peer.config import (
     PeerRunMixin,
-    is_marked_run,
     run_kwargs,
     run_to_dict,
 )
 
-#: Key that marks a config dict as a DS-Sync-family run (the rank entry dispatches on it).
-DSSYNC_RUN_KEY = "dssync_run"
 DSSYNC_SCHEMES: tuple[str, ...] = ("dssync", "allreduce", "hierarchical", "gossip")
 SCENARIOS: tuple[str, ...] = ("S1", "S2", "S3")
 
@@ -78,6 +75,11 @@ class DSSyncRunConfig(PeerRunMixin):
     regroup: bool = True
     boundary_timeout_s: float = 60.0
 
+    @property
+    def scheme_name(self) -> str:
+        """The ``--scheme`` this run plays (the scheme table's key)."""
+        return self.scheme
+
     def rack_map(self) -> Racks:
         """The racks, or one rack of everyone when none are given."""
         return self.racks or (tuple(range(self.base.workers)),)
@@ -108,8 +110,8 @@ class DSSyncRunConfig(PeerRunMixin):
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict (marked with :data:`DSSYNC_RUN_KEY`); inverse of :meth:`from_dict`."""
-        out = run_to_dict(self, DSSYNC_RUN_KEY)
+        """JSON-able dict; inverse of :meth:`from_dict`."""
+        out = run_to_dict(self)
         out["params"] = dataclasses.asdict(self.params)
         out["racks"] = [list(r) for r in self.racks]
         out["nic_mb_s"], out["uplink_mb_s"] = list(self.nic_mb_s), list(self.uplink_mb_s)
@@ -118,18 +120,13 @@ class DSSyncRunConfig(PeerRunMixin):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DSSyncRunConfig:
         """Rebuild from :meth:`to_dict`'s output (unknown keys raise)."""
-        kwargs = run_kwargs(cls, data, DSSYNC_RUN_KEY, "DS-Sync")
+        kwargs = run_kwargs(cls, data, "DS-Sync")
         if isinstance(kwargs.get("params"), dict):
             kwargs["params"] = DSSyncParams(**kwargs["params"])
         kwargs["racks"] = tuple(tuple(int(r) for r in rack) for rack in kwargs.get("racks", ()))
         for name in ("nic_mb_s", "uplink_mb_s"):
             kwargs[name] = tuple(float(c) for c in kwargs.get(name, ()))
         return cls(**kwargs)
-
-
-def is_dssync_run(config: object) -> bool:
-    """Whether ``config`` (an object or a dict from ``to_dict``) is a DS-Sync-family run."""
-    return is_marked_run(config, DSSyncRunConfig, DSSYNC_RUN_KEY)
 
 
 @dataclass(frozen=True)

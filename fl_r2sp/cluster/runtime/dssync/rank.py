@@ -27,6 +27,7 @@ from torch import nn
 from fl_r2sp.cluster.config import num_classes_of
 from fl_r2sp.cluster.models import build_model
 from fl_r2sp.cluster.runtime.common.context import new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.common.job import leave
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
 from fl_r2sp.cluster.runtime.dssync.plan import Plan, View, decide
 from fl_r2sp.cluster.runtime.dssync.worker import (
@@ -37,7 +38,7 @@ from fl_r2sp.cluster.runtime.dssync.worker import (
     report_key,
     up_key,
 )
-from fl_r2sp.cluster.runtime.peer.rank import initial_flat, leave, open_run, run_peer_rank
+from fl_r2sp.cluster.runtime.peer.rank import initial_flat, open_run, run_peer_rank
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
 
 

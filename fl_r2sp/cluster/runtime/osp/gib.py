@@ -8,10 +8,10 @@ the least-important layers fill the byte budget S(G^u)
 (:func:`fl_r2sp.cluster.policies.osp.rules.select_ics_layers`). Iteration 0 has no aggregate
 yet: its scores are all 0, so a budget is filled in layer order.
 
-Budget (:class:`GibPlanner`): "fixed" gives ``osp_fixed_mb`` capped at ``osp_cap`` of the
+Budget (:class:`GibPlanner`): "fixed" gives ``fixed_mb`` capped at ``cap`` of the
 model throughout. "scheduled" is Algorithm 1 per epoch of ``epoch_iterations`` iterations:
 epoch 1 has S = 0; U_max (Eq. 5) is set when epoch 2 starts, from the mean compute time T_C
-the workers reported over epoch 1 and b = ``osp_bandwidth_mb_s`` (else the PS cap; with
+the workers reported over epoch 1 and b = ``bandwidth_mb_s`` (else the PS cap; with
 neither, U_max is the cap). *Ours* (the paper leaves open which loss an epoch's rule reads):
 L is the mean batch loss of iteration 0 (the loss training starts from) and epoch i > 1 reads
 the mean batch loss over epoch i − 1, the epoch just finished; S_i is clamped to [0, U_max].
@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fl_r2sp.cluster.policies.osp.budget import BudgetSchedule, u_max
+from fl_r2sp.cluster.policies.osp.params import OSPParams
 from fl_r2sp.cluster.policies.osp.rules import select_ics_layers
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
 
 
 class IterationSums(NamedTuple):
@@ -56,8 +56,8 @@ class GibPlanner:
 
     Parameters
     ----------
-    params : SchemeParams
-        The OSP knobs (``osp_*``).
+    params : OSPParams
+        The OSP knobs.
     layer_bytes : list of float
         Size of every layer in bytes.
     workers : int
@@ -65,14 +65,14 @@ class GibPlanner:
     epoch_iterations : int
         Iterations per epoch of the schedule (>= 1).
     server_bandwidth_mb_s : float
-        The PS cap (used for b when ``osp_bandwidth_mb_s`` is 0).
+        The PS cap (used for b when ``bandwidth_mb_s`` is 0).
     seed : int
         Seed of the "random" selection.
     """
 
     def __init__(
         self,
-        params: SchemeParams,
+        params: OSPParams,
         layer_bytes: list[float],
         workers: int,
         epoch_iterations: int,
@@ -84,18 +84,18 @@ class GibPlanner:
         self.p, self.layer_bytes, self.workers = params, list(layer_bytes), workers
         self.epoch_iterations = epoch_iterations
         self.model_bytes = float(sum(layer_bytes))
-        self.bandwidth = 1e6 * (params.osp_bandwidth_mb_s or server_bandwidth_mb_s)
+        self.bandwidth = 1e6 * (params.bandwidth_mb_s or server_bandwidth_mb_s)
         self.rng = np.random.default_rng(seed)
         self.schedule: BudgetSchedule | None = None
         self.first_loss = math.nan
         self.epoch_losses: list[float] = []
         self.epoch_computes: list[float] = []
-        self.budget = self._fixed() if params.osp_budget == "fixed" else 0.0
+        self.budget = self._fixed() if params.budget == "fixed" else 0.0
         self.umax: float | None = None
         self.records: list[dict[str, Any]] = []
 
     def _fixed(self) -> float:
-        return min(self.p.osp_fixed_mb * 1e6, self.p.osp_cap * self.model_bytes)
+        return min(self.p.fixed_mb * 1e6, self.p.cap * self.model_bytes)
 
     def first(self) -> list[int]:
         """ICS layers of iteration 0 (all scores 0)."""
@@ -109,7 +109,7 @@ class GibPlanner:
             self.first_loss = loss
         self.epoch_losses.append(loss)
         self.epoch_computes.append(_mean(sums.computes))
-        if self.p.osp_budget == "scheduled" and (j + 1) % self.epoch_iterations == 0:
+        if self.p.budget == "scheduled" and (j + 1) % self.epoch_iterations == 0:
             self._new_epoch((j + 1) // self.epoch_iterations + 1)
         return self._choose(j + 1, sums.imp, sums.gabs)
 
@@ -118,18 +118,18 @@ class GibPlanner:
         finished = _mean(self.epoch_losses)
         if self.schedule is None:
             t_c = _mean(self.epoch_computes)
-            cap = self.p.osp_cap * self.model_bytes
+            cap = self.p.cap * self.model_bytes
             self.umax = (
                 cap
                 if self.bandwidth <= 0 or not math.isfinite(t_c)
                 else u_max(
                     self.bandwidth,
-                    self.p.osp_loss_rate,
+                    self.p.loss_rate,
                     t_c,
                     self.workers,
                     self.model_bytes,
-                    self.p.osp_cap,
-                    self.p.osp_loss_form,
+                    self.p.cap,
+                    self.p.loss_form,
                 )
             )
             self.schedule = BudgetSchedule(self.umax)
@@ -140,7 +140,7 @@ class GibPlanner:
         self.epoch_losses, self.epoch_computes = [], []
 
     def _choose(self, iteration: int, imp: list[float], gabs: list[float]) -> list[int]:
-        sel = self.p.osp_selection
+        sel = self.p.selection
         if sel == "importance":
             s = np.asarray(imp, dtype=float)
         elif sel == "topk":

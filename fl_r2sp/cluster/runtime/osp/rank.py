@@ -10,7 +10,7 @@
 
 Rank 0 is always the leader (:func:`fl_r2sp.cluster.runtime.ps.leader.run_leader` with an
 :class:`~fl_r2sp.cluster.runtime.osp.server.OSPServer`); OSP needs momentum 0 (LGP applies
-``-lr·g`` on the worker), which :func:`check_osp_config` enforces.
+``-lr·g`` on the worker), which :meth:`OSPParams.check_job` enforces.
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ import torch.distributed as dist
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import SYNTHETIC_TRAIN
 from fl_r2sp.cluster.policies.common.base import CoordinatorPolicy
-from fl_r2sp.cluster.policies.ps.params import OSP_SCHEMES
+from fl_r2sp.cluster.policies.osp.params import OSPParams
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json
 from fl_r2sp.cluster.runtime.osp.gib import GibPlanner
 from fl_r2sp.cluster.runtime.osp.layout import LayerLayout
 from fl_r2sp.cluster.runtime.osp.server import OSPServer
+from fl_r2sp.cluster.runtime.osp.worker import OSPWorker
+from fl_r2sp.cluster.runtime.ps.leader import run_leader
 
-#: Training-set sizes behind the automatic epoch length (``osp_epoch_iterations = 0``).
+#: Training-set sizes behind the automatic epoch length (``OSPParams.epoch_iterations = 0``).
 TRAIN_SIZES = {
     "synthetic": SYNTHETIC_TRAIN,
     "cifar10": 50_000,
@@ -40,36 +42,23 @@ TRAIN_SIZES = {
 }
 
 
-def is_osp(cfg: ClusterConfig) -> bool:
-    """Whether ``cfg`` runs an OSP variant."""
-    return cfg.scheme.scheme in OSP_SCHEMES
-
-
-def colocated(cfg: ClusterConfig) -> bool:
-    """Whether the shards share the processes of workers 0 .. S-1 (OSP-C)."""
-    return cfg.scheme.scheme == "osp-c"
-
-
-def check_osp_config(cfg: ClusterConfig) -> None:
-    """OSP's extra constraints.
+def osp_params(cfg: ClusterConfig) -> OSPParams:
+    """``cfg``'s scheme record, which an OSP run's roles read.
 
     Raises
     ------
-    ValueError
-        If momentum is not 0, or OSP-C has more servers than workers.
+    TypeError
+        If ``cfg`` does not run an OSP variant.
     """
-    if cfg.momentum != 0:
-        raise ValueError(f"OSP needs momentum 0 (LGP applies -lr·g locally), got {cfg.momentum}")
-    if colocated(cfg) and cfg.servers > cfg.workers:
-        raise ValueError(
-            f"osp-c co-locates each PS with a worker: servers {cfg.servers} > workers {cfg.workers}"
-        )
+    if not isinstance(cfg.scheme, OSPParams):
+        raise TypeError(f"an OSP role needs OSPParams, got {type(cfg.scheme).__name__}")
+    return cfg.scheme
 
 
 def epoch_iterations(cfg: ClusterConfig) -> int:
     """Iterations per epoch of Algorithm 1: the knob, or one pass of N workers' batches."""
-    if cfg.scheme.osp_epoch_iterations:
-        return cfg.scheme.osp_epoch_iterations
+    if osp_params(cfg).epoch_iterations:
+        return osp_params(cfg).epoch_iterations
     size = TRAIN_SIZES[cfg.dataset]
     size = min(size, cfg.max_train) if cfg.max_train else size
     return max(1, size // (cfg.workers * cfg.batch_size))
@@ -77,7 +66,7 @@ def epoch_iterations(cfg: ClusterConfig) -> int:
 
 def worker_rank_of(cfg: ClusterConfig) -> Any:
     """``w -> rank`` of the layout (see the module docstring)."""
-    servers = 0 if colocated(cfg) else cfg.servers
+    servers = 0 if cfg.scheme.colocated else cfg.servers
     return lambda w: servers + w
 
 
@@ -90,14 +79,14 @@ def make_server(
     planner = None
     if ctx.rank == 0:
         planner = GibPlanner(
-            cfg.scheme,
+            osp_params(cfg),
             layout.layer_bytes,
             cfg.workers,
             epoch_iterations(cfg),
             cfg.server_bandwidth_mb_s,
             cfg.seed,
         )
-    remote = [w for w in range(cfg.workers) if not (colocated(cfg) and w == ctx.rank)]
+    remote = [w for w in range(cfg.workers) if not (cfg.scheme.colocated and w == ctx.rank)]
     return OSPServer(ctx, init_flat, layout, remote, worker_rank_of(cfg), on_lost, planner)
 
 
@@ -105,13 +94,10 @@ def play_osp(
     ctx: RankContext, policy: CoordinatorPolicy, flat: torch.Tensor, model: torch.nn.Module
 ) -> dict[str, Any] | None:
     """Run this rank's OSP role(s); rank 0 returns the summary."""
-    from fl_r2sp.cluster.runtime.osp.worker import OSPWorker
-
-    check_osp_config(ctx.cfg)
-    hosts_worker = not ctx.is_server or colocated(ctx.cfg)
+    hosts_worker = not ctx.is_server or ctx.cfg.scheme.colocated
     if not ctx.is_server:
-        worker = ctx.rank if colocated(ctx.cfg) else ctx.rank - ctx.cfg.servers
-        OSPWorker(ctx, worker).run()
+        worker = ctx.rank if ctx.cfg.scheme.colocated else ctx.rank - ctx.cfg.servers
+        OSPWorker(ctx, worker, lgp=osp_params(ctx.cfg).lgp).run()
         return None
     server_box: list[OSPServer] = []
 
@@ -120,8 +106,6 @@ def play_osp(
         return server_box[0]
 
     if ctx.rank == 0:
-        from fl_r2sp.cluster.runtime.ps.leader import run_leader
-
         if not hosts_worker:
             return run_leader(ctx, policy, flat, make_server=build)
         return _with_local_worker(
@@ -144,8 +128,6 @@ def _serve_until_done(server: OSPServer) -> None:
 
 def _with_local_worker(ctx: RankContext, serve: Any, box: list[OSPServer]) -> Any:
     """OSP-C: run worker ``ctx.rank`` in a thread beside ``serve`` (which builds the server)."""
-    from fl_r2sp.cluster.runtime.osp.worker import OSPWorker
-
     errors: list[BaseException] = []
 
     def work() -> None:
@@ -154,7 +136,7 @@ def _with_local_worker(ctx: RankContext, serve: Any, box: list[OSPServer]) -> An
                 break
             threading.Event().wait(0.05)
         try:
-            OSPWorker(ctx, ctx.rank, local={ctx.rank: box[0]}).run()
+            OSPWorker(ctx, ctx.rank, {ctx.rank: box[0]}, osp_params(ctx.cfg).lgp).run()
         except BaseException as exc:  # reported through the fatal key by run()'s callers
             errors.append(exc)
             set_json(new_store(), P.FATAL_KEY, {"rank": ctx.rank, "message": str(exc)})

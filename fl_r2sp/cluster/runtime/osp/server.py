@@ -32,7 +32,7 @@ from fl_r2sp.cluster.runtime.osp import wire as W
 from fl_r2sp.cluster.runtime.osp.gib import GibPlanner, IterationSums
 from fl_r2sp.cluster.runtime.osp.layout import LayerLayout, count
 from fl_r2sp.cluster.runtime.osp.shard import ICS, RS, STAGES, OSPShard
-from fl_r2sp.cluster.runtime.ps.server import ShardService, _short
+from fl_r2sp.cluster.runtime.ps.server import ShardService, short_error
 from fl_r2sp.cluster.runtime.ps.shard import RunAborted
 
 POLL_S = 0.5
@@ -201,7 +201,9 @@ class OSPServer(ShardService[OSPShard]):
                         bucket=self.egress,
                     )
         except Exception as exc:  # a dead peer surfaces as RuntimeError from gloo
-            self._lose(w, f"{stage} exchange with {self.ctx.describe(src)} failed: {_short(exc)}")
+            self._lose(
+                w, f"{stage} exchange with {self.ctx.describe(src)} failed: {short_error(exc)}"
+            )
 
     def _watch_stop(self) -> None:
         """Abort this shard's barriers once the run stops on an error (``stop`` key)."""

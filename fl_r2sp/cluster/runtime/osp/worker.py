@@ -81,10 +81,16 @@ class OSPWorker(Worker):
         Worker index (None: ``ctx.rank - servers``).
     local : dict or None, default None
         ``{shard: OSPServer}`` co-located in this process (OSP-C).
+    lgp : bool, default True
+        Apply local updates to the unimportant layers (the run's ``OSPParams.lgp``).
     """
 
     def __init__(
-        self, ctx: RankContext, worker: int | None = None, local: dict[int, Any] | None = None
+        self,
+        ctx: RankContext,
+        worker: int | None = None,
+        local: dict[int, Any] | None = None,
+        lgp: bool = True,
     ) -> None:
         super().__init__(ctx, barrier=True)
         if worker is not None:
@@ -94,7 +100,7 @@ class OSPWorker(Worker):
         self.layout = LayerLayout.of_model(self.model, ctx.bounds)
         self.flat = nn.utils.parameters_to_vector(self.params).detach().cpu().clone()
         self.osp = OSPLinks(self.w, cfg.servers, ctx.throttled, cfg.chunk_kb, local)
-        self.lgp = cfg.scheme.osp_lgp
+        self.lgp = lgp
         self.pending: _ICS | None = None
         self.gibs: list[list[int]] = []
 

@@ -1,12 +1,12 @@
 """Config pieces shared by the families without a parameter server (every rank a worker).
 
-A serverless family's run config (:class:`~.reduce_config.ReduceRunConfig`,
-:class:`~.dssync_config.DSSyncRunConfig`) is a frozen dataclass that wraps a
-:class:`~fl_r2sp.cluster.config.ClusterConfig` in its ``base`` field and crosses process
-boundaries as a dict marked with a family key (the rank entry dispatches on it). This module
-holds what those configs do alike: the world size and time limit read off ``base``
-(:class:`PeerRunMixin`), the marked dict (:func:`run_to_dict`), its inverse's key check and
-``base`` rebuild (:func:`run_kwargs`), and the dispatch test (:func:`is_marked_run`).
+A serverless family's run config (:class:`~fl_r2sp.cluster.runtime.reduce.config.ReduceRunConfig`,
+:class:`~fl_r2sp.cluster.runtime.dssync.config.DSSyncRunConfig`) is a frozen dataclass that
+wraps a :class:`~fl_r2sp.cluster.config.ClusterConfig` in its ``base`` field. This module holds
+what those configs do alike: the world size, time limit and scheme name read off the config
+(:class:`PeerRunMixin`), the dict form written to ``config.json`` (:func:`run_to_dict`), and
+its inverse's key check and ``base`` rebuild (:func:`run_kwargs`). ``base``'s parameter-server
+scheme record plays no part in a serverless run, so the dict leaves it out.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ class PeerRunMixin:
         return self.base.run_timeout_s
 
 
-def run_to_dict(cfg: PeerRunMixin, mark_key: str) -> dict[str, Any]:
-    """The dataclass ``cfg`` as a dict: every field, ``base`` as its own dict, and
-    ``mark_key: True`` last (callers then replace other fields' values in place, which keeps
-    the key order).
+def run_to_dict(cfg: PeerRunMixin) -> dict[str, Any]:
+    """The dataclass ``cfg`` as a dict: every field, ``base`` as its own dict without its
+    (unused) parameter-server scheme (callers then replace other fields' values in place,
+    which keeps the key order).
 
     Raises
     ------
@@ -49,29 +49,25 @@ def run_to_dict(cfg: PeerRunMixin, mark_key: str) -> dict[str, Any]:
     if not dataclasses.is_dataclass(cfg) or isinstance(cfg, type):
         raise TypeError(f"expected a dataclass instance, got {type(cfg).__name__}")
     out = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
-    out["base"] = out["base"].to_dict()
-    out[mark_key] = True
+    out["base"] = {k: v for k, v in out["base"].to_dict().items() if k != "scheme"}
     return out
 
 
-def run_kwargs(cls: type, data: dict[str, Any], mark_key: str, label: str) -> dict[str, Any]:
-    """Constructor arguments of ``cls`` from :func:`run_to_dict`'s output: the mark dropped,
-    ``base`` rebuilt as a :class:`ClusterConfig` (if a dict); the other fields as given.
+def run_kwargs(cls: type, data: dict[str, Any], label: str) -> dict[str, Any]:
+    """Constructor arguments of ``cls`` from :func:`run_to_dict`'s output: ``base`` rebuilt as
+    a :class:`ClusterConfig` (if a dict; its scheme left at the default); the other fields as
+    given.
 
     Raises
     ------
     ValueError
         On a key that is not a field of ``cls``, as ``unknown <label> run config keys [...]``.
     """
-    kwargs = {k: v for k, v in data.items() if k != mark_key}
+    kwargs = dict(data)
     unknown = sorted(set(kwargs) - {f.name for f in dataclasses.fields(cls)})
     if unknown:
         raise ValueError(f"unknown {label} run config keys {unknown}")
     if isinstance(kwargs.get("base"), dict):
-        kwargs["base"] = ClusterConfig.from_dict(kwargs["base"])
+        base = {k: v for k, v in kwargs["base"].items() if k != "scheme"}
+        kwargs["base"] = ClusterConfig.from_dict(base)
     return kwargs
-
-
-def is_marked_run(config: object, cls: type, mark_key: str) -> bool:
-    """Whether ``config`` is a ``cls`` or a dict carrying a true ``mark_key``."""
-    return isinstance(config, cls) or (isinstance(config, dict) and bool(config.get(mark_key)))

@@ -9,15 +9,13 @@ and leave the job the same way and differ only in what a rank plays in between:
 * :func:`initial_flat` builds the seeded model every rank starts from;
 * :func:`open_run` has rank 0 create the run directory and publish the run's epoch (the
   telemetry clock's zero) through the store; the others wait for it;
-* :func:`leave` marks a rank as gone; rank 0, which hosts the store, waits a bounded time for
-  the live others so that it does not tear the store down under them.
+* leaving is :func:`fl_r2sp.cluster.runtime.common.job.leave`, as in the PS family.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import os
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
@@ -30,11 +28,8 @@ from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
 from fl_r2sp.cluster.models import build_model
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import set_json, wait_get
-
-#: Seconds rank 0 waits for the live others' exit keys before it leaves anyway.
-EXIT_WAIT_S = 10.0
-#: Seconds past the run's time limit after which the watchdog ends a rank.
-WATCHDOG_GRACE_S = 60.0
+from fl_r2sp.cluster.runtime.common.job import WATCHDOG_GRACE_S, env_int, local_rank_of, watchdog
+from fl_r2sp.cluster.runtime.ps.leader import make_run_dir
 
 
 class PeerRunConfig(Protocol):
@@ -90,21 +85,19 @@ def run_peer_rank(
     ValueError
         If ``WORLD_SIZE`` differs from the run's number of workers.
     """
-    from fl_r2sp.cluster.runtime.rank import _env_int, _watchdog
-
     if isinstance(config, dict):
         config = kind.from_dict(config)
     if not isinstance(config, kind):
         raise TypeError(f"expected a {kind.__name__} or its dict, got {type(config).__name__}")
     cfg = config
     cfg.validate(check_model=False)
-    rank = _env_int("RANK", rank)
-    world_size = _env_int("WORLD_SIZE", world_size)
-    local_rank = local_rank if local_rank is not None else int(os.environ.get("LOCAL_RANK", 0))
+    rank = env_int("RANK", rank)
+    world_size = env_int("WORLD_SIZE", world_size)
+    local_rank = local_rank_of(local_rank)
     if world_size != cfg.world_size:
         raise ValueError(f"WORLD_SIZE={world_size} but the run has {cfg.world_size} workers")
     torch.set_num_threads(cfg.base.threads)
-    timer = _watchdog(rank, cfg.run_timeout_s + WATCHDOG_GRACE_S)
+    timer = watchdog(rank, cfg.run_timeout_s + WATCHDOG_GRACE_S)
     dist.init_process_group("gloo", init_method=init_method or "env://", rank=rank,
                             world_size=world_size,
                             timeout=datetime.timedelta(seconds=cfg.base.timeout_s))  # fmt: skip
@@ -135,23 +128,9 @@ def open_run(
     """
     if rank != 0:
         return wait_get(store, P.EPOCH_KEY, base.timeout_s, delete=False)
-    from fl_r2sp.cluster.runtime.ps.leader import make_run_dir
-
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{scheme}-{base.model}-{base.dataset}-w{base.workers}-seed{base.seed}"
     run_dir = make_run_dir(base.run_dir, f"{name}-{stamp}")
     info: dict[str, Any] = {"epoch": time.time(), "run_dir": str(run_dir), **(extra or {})}
     set_json(store, P.EPOCH_KEY, info)
     return info
-
-
-def leave(store: Any, rank: int, world: int, gone: set[int]) -> None:
-    """Mark this rank as leaving; rank 0 (which hosts the store) waits for the live others
-    (not those in ``gone``) at most :data:`EXIT_WAIT_S` seconds."""
-    try:
-        store.set(P.exit_key(rank), "1")
-        if rank == 0:
-            keys = [P.exit_key(r) for r in range(1, world) if r not in gone]
-            store.wait(keys, datetime.timedelta(seconds=EXIT_WAIT_S))
-    except Exception:  # a lost rank never sets its key; leaving anyway is the point
-        pass

@@ -95,7 +95,7 @@ def run_leader(
     if flat is not None:
         torch.save({"flat": flat, "bounds": ctx.bounds, "model": cfg.model},
                    run_dir / "final_params.pt")  # fmt: skip
-    (run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+    (run_dir / "summary.json").write_text(json.dumps(strict_json(summary), indent=2) + "\n")
     if cfg.plots:
         _plots(run_dir)
     return summary
@@ -179,14 +179,14 @@ def _plots(run_dir: Path) -> None:
         print(f"[cluster] plots skipped: {type(exc).__name__}: {exc}", flush=True)
 
 
-def _clean(value: Any) -> Any:
+def strict_json(value: Any) -> Any:
     """NaN/inf to None for strict JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): strict_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [strict_json(v) for v in value]
     return value
 
 

@@ -204,7 +204,7 @@ class ParameterServer(ShardService[ShardState]):
                 if store is not None:
                     self._await_verdict(store, w, iteration)
         except Exception as exc:  # a dead peer surfaces as RuntimeError from gloo
-            self._lose(w, f"push from {self.ctx.describe(src)} failed: {_short(exc)}")
+            self._lose(w, f"push from {self.ctx.describe(src)} failed: {short_error(exc)}")
 
     def _await_verdict(self, store: Any, w: int, iteration: int) -> None:
         """Resolve the held push ``(w, iteration)`` by the coordinator's verdict."""
@@ -237,10 +237,10 @@ class ParameterServer(ShardService[ShardState]):
                 send_chunked(reply, src, P.TAG_PULL, P.TAG_PULL_REST,
                              chunk_bytes=self.chunk_bytes, bucket=self.egress)  # fmt: skip
         except Exception as exc:
-            self._lose(w, f"pull by {self.ctx.describe(src)} failed: {_short(exc)}")
+            self._lose(w, f"pull by {self.ctx.describe(src)} failed: {short_error(exc)}")
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     """One line: the exception type and message, without gloo's source-path prefix and advice."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     text = re.sub(r"^\[[^\]]*\]\s*", "", text).split(". This is typically")[0]

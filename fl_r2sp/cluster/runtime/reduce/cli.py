@@ -1,9 +1,9 @@
 """Command-line flags of the all-reduce family (``--scheme allreduce|partial|selective``).
 
-:mod:`.cli` lists this module's :func:`add_flags` and :func:`build` in its scheme table; the
-flags are refused with the parameter-server schemes (and the PS flags with these), and within
-the family a knob is refused with a scheme that does not use it (the group-size flags with
-``allreduce``, the BAG/BPAWR flags with everything but ``selective``).
+The scheme table (:mod:`fl_r2sp.cluster.schemes`) lists this module's functions in its family
+row; the flags are refused with the parameter-server schemes (and the PS flags with these),
+and within the family a knob is refused with a scheme that does not use it (the group-size
+flags with ``allreduce``, the BAG/BPAWR flags with everything but ``selective``).
 
 Flag names differ from the knob names where the knob's name would be a prefix of one of
 torchrun's flags (``--p`` of ``--print-completion``): p is ``--group-min``.
@@ -103,7 +103,3 @@ def describe(cfg: ReduceRunConfig) -> str:
     p = cfg.reduce.group_min(b.workers) if cfg.reduce.scheme != "allreduce" else b.workers
     return (f"{cfg.reduce.scheme}: {b.workers} workers (no PS), p = {p}, {links}, "
             f"{b.model} on {b.dataset}, {b.max_iterations} rounds per worker")  # fmt: skip
-
-
-#: add_flags, build and describe, in :class:`~fl_r2sp.cluster.runtime.cli.SchemeFamily` order.
-FAMILY_HOOKS = (add_flags, build, describe)

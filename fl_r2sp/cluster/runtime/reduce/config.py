@@ -26,17 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.config import ClusterConfig, json_float, unjson_float
 from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES, ReduceParams
 from fl_r2sp.cluster.runtime.peer.config import (
     PeerRunMixin,
-    is_marked_run,
     run_kwargs,
     run_to_dict,
 )
 
-#: Key that marks a config dict as an all-reduce-family run (the rank entry dispatches on it).
-REDUCE_RUN_KEY = "reduce_run"
 BW_ESTIMATES: tuple[str, ...] = ("measured", "known")
 #: Controller's bandwidth prior per worker when links are not capped (bytes/s; any equal
 #: value gives the same groups: BAG only compares bandwidths).
@@ -87,6 +84,11 @@ class ReduceRunConfig(PeerRunMixin):
     alpha_s: float = 1e-3
     ready_timeout_s: float = 60.0
     cache_groups: int = 64
+
+    @property
+    def scheme_name(self) -> str:
+        """The ``--scheme`` this run plays (the scheme table's key)."""
+        return self.reduce.scheme
 
     @property
     def budget(self) -> int:
@@ -160,31 +162,19 @@ class ReduceRunConfig(PeerRunMixin):
         return [float(np.mean(caps)) * 1e6] * n
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict (marked with :data:`REDUCE_RUN_KEY`); inverse of :meth:`from_dict`."""
-        out = run_to_dict(self, REDUCE_RUN_KEY)
-        out["reduce"] = {k: _json(v) for k, v in dataclasses.asdict(self.reduce).items()}
+        """JSON-able dict; inverse of :meth:`from_dict`."""
+        out = run_to_dict(self)
+        out["reduce"] = {k: json_float(v) for k, v in dataclasses.asdict(self.reduce).items()}
         out["link_caps_mb_s"] = list(self.link_caps_mb_s)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReduceRunConfig:
         """Rebuild from :meth:`to_dict`'s output (unknown keys raise)."""
-        kwargs = run_kwargs(cls, data, REDUCE_RUN_KEY, "reduce")
+        kwargs = run_kwargs(cls, data, "reduce")
         if isinstance(kwargs.get("reduce"), dict):
-            kwargs["reduce"] = ReduceParams(**{k: _unjson(v) for k, v in kwargs["reduce"].items()})
+            knobs = {k: unjson_float(v) for k, v in kwargs["reduce"].items()}
+            kwargs["reduce"] = ReduceParams(**knobs)
         if "link_caps_mb_s" in kwargs:
             kwargs["link_caps_mb_s"] = tuple(kwargs["link_caps_mb_s"])
         return cls(**kwargs)
-
-
-def is_reduce_run(config: object) -> bool:
-    """Whether ``config`` (an object or a dict from ``to_dict``) is an all-reduce-family run."""
-    return is_marked_run(config, ReduceRunConfig, REDUCE_RUN_KEY)
-
-
-def _json(v: Any) -> Any:
-    return "inf" if isinstance(v, float) and math.isinf(v) else v
-
-
-def _unjson(v: Any) -> Any:
-    return math.inf if v == "inf" else v

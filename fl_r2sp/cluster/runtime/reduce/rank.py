@@ -22,7 +22,9 @@ import torch
 from fl_r2sp.cluster.policies.reduce import ReduceController, make_reduce_controller
 from fl_r2sp.cluster.policies.reduce.recorder import RecordingController
 from fl_r2sp.cluster.runtime.common.context import new_store
-from fl_r2sp.cluster.runtime.peer.rank import initial_flat, leave, open_run, run_peer_rank
+from fl_r2sp.cluster.runtime.common.job import leave
+from fl_r2sp.cluster.runtime.peer.rank import initial_flat, open_run, run_peer_rank
+from fl_r2sp.cluster.runtime.ps.leader import strict_json
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce.controller import ReduceCoordinator
 from fl_r2sp.cluster.runtime.reduce.worker import ReduceWorker
@@ -104,12 +106,6 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
         "run_dir": str(run_dir),
     }  # fmt: skip
     torch.save({"flat": worker.flat.clone(), "model": base.model}, run_dir / "final_params.pt")
-    (run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+    (run_dir / "summary.json").write_text(json.dumps(strict_json(summary), indent=2) + "\n")
     writer.close(summary)  # writes COMPLETE last: a folder without it is incomplete
     return summary
-
-
-def _clean(value: Any) -> Any:
-    from fl_r2sp.cluster.runtime.ps.leader import _clean as clean
-
-    return clean(value)

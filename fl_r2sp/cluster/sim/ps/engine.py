@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fl_r2sp.cluster.policies import make_policy
 from fl_r2sp.cluster.policies.common.base import Permission, PushReport
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 from fl_r2sp.cluster.sim.ps.result import TwinResult
@@ -47,7 +46,7 @@ class Twin:
     def __init__(self, spec: TwinSpec) -> None:
         self.spec = spec.validate()
         n, s = spec.num_workers, spec.num_servers
-        self.policy: TracedPolicy = make_policy(spec.params, n, spec.batch_size)
+        self.policy: TracedPolicy = spec.params.policy(n, spec.batch_size)
         self.net = Network(keep_finished=False)
         for k in range(s):
             self.net.add_link(f"ps{k}-out", spec.server_bandwidth)

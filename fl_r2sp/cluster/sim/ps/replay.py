@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fl_r2sp.cluster.policies import make_policy
 from fl_r2sp.cluster.policies.common.base import PushReport
+from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
 
 
 def replay(
-    params: SchemeParams,
+    params: PSParams,
     num_workers: int,
     batch_size: int,
     reports: Sequence[PushReport],
@@ -32,7 +31,7 @@ def replay(
 
     Parameters
     ----------
-    params : SchemeParams
+    params : PSParams
         Scheme and knobs.
     num_workers : int
         N >= 1.
@@ -53,7 +52,7 @@ def replay(
     ValueError
         If the reports go back in time.
     """
-    policy: TracedPolicy = make_policy(params, num_workers, batch_size)
+    policy: TracedPolicy = params.policy(num_workers, batch_size)
     policy.start(start)
     events: list[tuple[float, int, int, PushReport | None]] = [
         (t, 0, w, None) for w, t in (lost_at or {}).items()

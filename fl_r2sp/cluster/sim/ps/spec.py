@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
+from fl_r2sp.cluster.policies.common.params import PSParams
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class TwinSpec:
 
     Parameters
     ----------
-    params : SchemeParams
+    params : PSParams
         Scheme and knobs (the same object the runtime uses).
     num_workers : int
         N >= 1.
@@ -68,7 +68,7 @@ class TwinSpec:
         Stop at this virtual time even if the iteration target is not reached.
     """
 
-    params: SchemeParams
+    params: PSParams
     num_workers: int
     num_servers: int
     model_bytes: float

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fl_r2sp.cluster.policies.osp.params import OSPParams
 from fl_r2sp.cluster.policies.osp.reference import run_bsp_reference, run_osp_reference
 from fl_r2sp.cluster.policies.osp.rules import (
     BudgetSchedule,
-    OSPParams,
     ics_correction,
     layer_importance,
     layer_scores,
@@ -71,10 +71,10 @@ def test_ablation_scores():
 
 def test_u_max_formula_cap_and_schedule_by_hand():
     # b = 1e9 B/s, lr = 0.25, T_C = 0.2 s, N = 8: printed 1e9 * 1.25 * 0.2 / 8 = 31.25e6 B
-    assert u_max(1e9, 0.25, 0.2, 8, 1e9) == pytest.approx(31.25e6)
-    assert u_max(1e9, 0.25, 0.2, 8, 1e9, loss_form="divided") == pytest.approx(20e6)
+    assert u_max(1e9, 0.25, 0.2, 8, 1e9, 0.8, "printed") == pytest.approx(31.25e6)
+    assert u_max(1e9, 0.25, 0.2, 8, 1e9, 0.8, "divided") == pytest.approx(20e6)
     # cap: 80% of a 10 MB model
-    assert u_max(1e9, 0.25, 0.2, 8, 10e6) == pytest.approx(8e6)
+    assert u_max(1e9, 0.25, 0.2, 8, 10e6, 0.8, "printed") == pytest.approx(8e6)
     sched = BudgetSchedule(100.0)
     assert sched.update(1, 2.0) == 0.0  # epoch 1: S = 0, L = 2
     assert sched.update(2, 1.5) == pytest.approx(25.0)  # (1 - 1.5/2) * 100
@@ -172,13 +172,25 @@ def test_all_ics_without_lgp_is_one_step_stale_sgd():
     [
         {"selection": "magnitude"},
         {"budget": "auto"},
-        {"fixed_budget_bytes": -1.0},
-        {"cap_fraction": 0.0},
+        {"fixed_mb": -1.0},
+        {"cap": 0.0},
         {"loss_form": "x"},
-        {"seed": -1},
+        {"loss_rate": 1.0},
+        {"epoch_iterations": -1},
+        {"lgp": 1},
+        {"scheme": "osp-x"},
     ],
 )
 def test_params_validate(kw):
     with pytest.raises(ValueError):
         OSPParams(**kw).validate()
     assert OSPParams().validate().selection == "importance"
+
+
+def test_osp_c_is_colocated_and_needs_no_momentum_and_a_worker_per_server():
+    assert OSPParams(scheme="osp-c").colocated and not OSPParams(scheme="osp-s").colocated
+    OSPParams(scheme="osp-c").check_job(workers=2, servers=2, momentum=0.0)
+    with pytest.raises(ValueError, match="servers 3 > workers 2"):
+        OSPParams(scheme="osp-c").check_job(workers=2, servers=3, momentum=0.0)
+    with pytest.raises(ValueError, match="momentum"):
+        OSPParams().check_job(workers=2, servers=1, momentum=0.9)

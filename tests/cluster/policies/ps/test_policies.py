@@ -6,12 +6,14 @@ import math
 
 import pytest
 
-from fl_r2sp.cluster.policies import make_policy
 from fl_r2sp.cluster.policies.common.base import PushReport
-from fl_r2sp.cluster.policies.ps.params import SCHEMES, SchemeParams
-from fl_r2sp.cluster.policies.ps.r2sp import R2SPPolicy
-from fl_r2sp.cluster.policies.ps.safa import SAFAPolicy
-from fl_r2sp.cluster.policies.ps.ssp import SSPPolicy
+from fl_r2sp.cluster.policies.common.params import PSParams
+from fl_r2sp.cluster.policies.osp.params import OSPParams
+from fl_r2sp.cluster.policies.ps.asp import ASPParams
+from fl_r2sp.cluster.policies.ps.bsp import BSPParams
+from fl_r2sp.cluster.policies.ps.r2sp import R2SPParams, R2SPPolicy
+from fl_r2sp.cluster.policies.ps.safa import SAFAParams, SAFAPolicy
+from fl_r2sp.cluster.policies.ps.ssp import SSPParams, SSPPolicy
 from fl_r2sp.cluster.policies.ps.tuning import BatchTuner, idle_rule, proportional_rule
 
 
@@ -31,42 +33,51 @@ def perms(ps):  # (worker, iteration, at, batch) tuples
     return [(p.worker, p.iteration, p.at, p.batch_size) for p in ps]
 
 
-# -- SchemeParams ---------------------------------------------------------------------------
+# -- the scheme records --------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("kwargs", "words"),
+    ("record", "words"),
     [
-        ({"scheme": "nope"}, "unknown scheme"),
-        ({"scheme": "r2sp", "gap_factor": -0.1}, "gap_factor"),
-        ({"scheme": "r2sp", "gap_factor": 1.5}, "gap_factor"),
-        ({"scheme": "r2sp", "gap_factor": math.nan}, "gap_factor"),
-        ({"scheme": "r2sp", "ema_weight": 0.0}, "ema_weight"),
-        ({"scheme": "ssp", "ssp_bound": -1}, "ssp_bound"),
-        ({"scheme": "r2sp", "tuning": "magic"}, "tuning"),
-        ({"scheme": "bsp", "tuning": "idle"}, "tuning"),
-        ({"scheme": "safa", "safa_quorum": 0.0}, "safa_quorum"),
-        ({"scheme": "safa", "safa_staleness_bound": -2}, "safa_staleness_bound"),
+        (SSPParams(scheme="nope"), "not scheme 'nope'"),
+        (OSPParams(scheme="r2sp"), "not scheme 'r2sp'"),
+        (R2SPParams(gap_factor=-0.1), "gap_factor"),
+        (R2SPParams(gap_factor=1.5), "gap_factor"),
+        (R2SPParams(gap_factor=math.nan), "gap_factor"),
+        (R2SPParams(ema_weight=0.0), "ema_weight"),
+        (SSPParams(bound=-1), "ssp_bound"),
+        (R2SPParams(tuning="magic"), "tuning"),
+        (R2SPParams(t_measure="wall"), "t_measure"),
+        (SAFAParams(quorum=0.0), "safa_quorum"),
+        (SAFAParams(staleness_bound=-2), "safa_staleness_bound"),
+        (SAFAParams(deadline_s=0.0), "safa_deadline_s"),
     ],
 )
-def test_params_reject_bad_knobs(kwargs, words):
+def test_records_reject_bad_knobs(record: PSParams, words: str) -> None:
     with pytest.raises(ValueError, match=words):
-        SchemeParams(**kwargs).validate()
+        record.validate()
 
 
-def test_params_defaults_and_batch_check():
-    p = SchemeParams("r2sp").validate()
-    assert (p.gap_factor, p.ema_weight, p.ssp_bound, p.tuning) == (0.8, 0.1, 5, "none")
-    assert SCHEMES == ("bsp", "asp", "ssp", "r2sp", "safa", "osp", "osp-s", "osp-c")
-    for scheme in SCHEMES:
-        assert make_policy(SchemeParams(scheme), 2, 4).name == scheme
+def test_record_defaults_and_batch_check() -> None:
+    r = R2SPParams().validate()
+    assert (r.scheme, r.gap_factor, r.ema_weight, r.tuning, r.t_measure) == (
+        "r2sp",
+        0.8,
+        0.1,
+        "none",
+        "active",
+    )
+    assert (SSPParams().bound, SAFAParams().quorum, OSPParams().cap) == (5, 0.5, 0.8)
+    for record in (BSPParams(), ASPParams(), SSPParams(), r, SAFAParams(),
+                   *(OSPParams(scheme=v) for v in ("osp", "osp-s", "osp-c"))):  # fmt: skip
+        assert record.policy(2, 4).name == record.scheme
     with pytest.raises(ValueError, match="batch_size"):
-        make_policy(SchemeParams("asp"), 2, 0)
+        ASPParams().policy(2, 0)
     with pytest.raises(ValueError, match="num_workers"):
-        make_policy(SchemeParams("asp"), 0, 4)
+        ASPParams().policy(0, 4)
 
 
 # -- ASP / BSP / SSP ----------------------------------------------------------------------
 def test_asp_grants_every_request_at_once():
-    p = make_policy(SchemeParams("asp"), 3, 8)
+    p = ASPParams().policy(3, 8)
     assert perms(p.start(0.0)) == [(0, 0, 0.0, 8), (1, 0, 0.0, 8), (2, 0, 0.0, 8)]
     assert perms(p.on_push(rep(2, 0, 1.0))) == [(2, 1, 1.0, 8)]
     assert perms(p.on_push(rep(2, 1, 1.5))) == [(2, 2, 1.5, 8)]
@@ -76,7 +87,7 @@ def test_asp_grants_every_request_at_once():
 
 
 def test_bsp_barrier_and_lost_worker():
-    p = make_policy(SchemeParams("bsp"), 3, 8)
+    p = BSPParams().policy(3, 8)
     assert p.apply_mode == "barrier"
     p.start(0.0)
     assert p.on_push(rep(0, 0, 1.0)) == []
@@ -88,7 +99,7 @@ def test_bsp_barrier_and_lost_worker():
 
 
 def test_ssp_off_by_one_and_release():
-    p = SSPPolicy(2, 8, bound=1)
+    p = SSPPolicy(2, 8, SSPParams(bound=1))
     p.start(0.0)
     # w0 completed 1, slowest completed 0: starting iteration 1 gives 1 - 0 <= 1
     assert perms(p.on_push(rep(0, 0, 1.0))) == [(0, 1, 1.0, 8)]
@@ -97,7 +108,7 @@ def test_ssp_off_by_one_and_release():
     # the slowest catches up: both proceed, in worker order
     assert perms(p.on_push(rep(1, 0, 3.0))) == [(0, 2, 3.0, 8), (1, 1, 3.0, 8)]
     # bound 0 is BSP's timing
-    q = SSPPolicy(2, 8, bound=0)
+    q = SSPPolicy(2, 8, SSPParams(bound=0))
     q.start(0.0)
     assert q.on_push(rep(0, 0, 1.0)) == []
     assert perms(q.on_push(rep(1, 0, 2.0))) == [(0, 1, 2.0, 8), (1, 1, 2.0, 8)]
@@ -108,7 +119,7 @@ def test_ssp_off_by_one_and_release():
 
 # -- R²SP ---------------------------------------------------------------------------------
 def test_r2sp_round_robin_and_gap_hand_computed():
-    p = R2SPPolicy(3, 8, gap_factor=0.8, ema_weight=0.1)
+    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.8, ema_weight=0.1))
     p.start(0.0)
     # worker 2 asks first but it is worker 0's turn
     assert p.on_push(rep(2, 0, 0.9, compute=0.4, comm=0.5)) == []
@@ -130,7 +141,7 @@ def test_r2sp_round_robin_and_gap_hand_computed():
 
 
 def test_r2sp_ema_weight_and_slowest_worker():
-    p = R2SPPolicy(2, 8, gap_factor=1.0, ema_weight=0.1)
+    p = R2SPPolicy(2, 8, R2SPParams(gap_factor=1.0, ema_weight=0.1))
     p.start(0.0)
     p.on_push(rep(0, 0, 1.0, compute=0.6, comm=0.4))  # active 1.0 seeds the EMA
     assert p.ema_active[0].value == 1.0
@@ -144,7 +155,7 @@ def test_r2sp_ema_weight_and_slowest_worker():
 
 
 def test_r2sp_lost_worker_is_skipped():
-    p = R2SPPolicy(3, 8, gap_factor=0.5)
+    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.5))
     p.start(0.0)
     assert perms(p.on_push(rep(0, 0, 1.0))) == [(0, 1, 1.0, 8)]
     assert p.on_push(rep(2, 0, 1.0)) == []  # turn of worker 1
@@ -170,7 +181,7 @@ def test_tuning_rules_reproduce_table_iii():
 
 def test_tuner_piggybacks_table_iii_on_r2sp_permissions():
     speeds, blocks = (429.0, 628.0, 917.0), (0.0, 0.62, 0.82)
-    p = R2SPPolicy(3, 512, gap_factor=0.0, tuning="idle", tuning_warmup=1)
+    p = R2SPPolicy(3, 512, R2SPParams(gap_factor=0.0, tuning="idle", tuning_warmup=1))
     p.start(0.0)
     for w in range(3):  # iteration 0 is not used for tuning
         p.on_push(PushReport(w, 0, 1.0, 512 / speeds[w], 0.1, 0.0, 512))
@@ -191,7 +202,7 @@ def test_tuner_piggybacks_table_iii_on_r2sp_permissions():
 
 # -- SAFA ---------------------------------------------------------------------------------
 def test_safa_quorum_absorb_and_discard():
-    p = SAFAPolicy(4, 8, staleness_bound=1, quorum=0.5)
+    p = SAFAPolicy(4, 8, SAFAParams(staleness_bound=1, quorum=0.5))
     p.start(0.0)
     assert p.on_push(rep(0, 0, 1.0)) == []  # fresh: waits for the quorum of 2
     assert perms(p.on_push(rep(1, 0, 1.1))) == [(0, 1, 1.1, 8), (1, 1, 1.1, 8)]
@@ -208,13 +219,13 @@ def test_safa_quorum_absorb_and_discard():
 
 
 def test_safa_absorbs_within_bound_and_deadline_closes():
-    p = SAFAPolicy(3, 8, staleness_bound=1, quorum=1 / 3, deadline_s=2.0)
+    p = SAFAPolicy(3, 8, SAFAParams(staleness_bound=1, quorum=1 / 3, deadline_s=2.0))
     p.start(0.0)
     assert perms(p.on_push(rep(0, 0, 1.0))) == [(0, 1, 1.0, 8)]  # quorum of 1
     assert p.accepts(1)
     assert perms(p.on_push(rep(1, 0, 1.5))) == [(1, 1, 1.5, 8)]
     assert p.trace[-2]["event"] == "absorb" and p.trace[-2]["staleness"] == 1
-    q = SAFAPolicy(3, 8, quorum=1.0, deadline_s=2.0)
+    q = SAFAPolicy(3, 8, SAFAParams(quorum=1.0, deadline_s=2.0))
     q.start(0.0)
     assert q.on_push(rep(0, 0, 1.0)) == []
     assert q.next_deadline() == 2.0

@@ -8,9 +8,10 @@ import torch.distributed as dist
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.dssync.regroup import Bottlenecks, DSSyncParams
 from fl_r2sp.cluster.runtime.dssync.comm import successor_crosses
-from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig, is_dssync_run, scenario
+from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig, scenario
 from fl_r2sp.cluster.runtime.dssync.links import FifoLink, SharedFifoLink, WorkerLinks
 from fl_r2sp.cluster.runtime.dssync.plan import Plan, View, decide
+from fl_r2sp.cluster.schemes import SCHEMES
 
 RACKS = ((0, 1, 2, 3), (4, 5, 6, 7))
 PARAMS = DSSyncParams(period=100)
@@ -120,7 +121,7 @@ def test_config_round_trip_and_validation() -> None:
     cfg = DSSyncRunConfig(base=base, scheme="gossip", racks=((0, 1), (2, 3)),
                           nic_mb_s=(1.0, 2.0, 3.0, 4.0), uplink_mb_s=(5.0, 6.0))  # fmt: skip
     d = cfg.to_dict()
-    assert is_dssync_run(d) and DSSyncRunConfig.from_dict(d) == cfg.validate()
+    assert DSSyncRunConfig.from_dict(d) == cfg.validate() and cfg.scheme_name == "gossip"
     with pytest.raises(ValueError, match="scheme"):
         DSSyncRunConfig(base=base, scheme="ring").validate()
     with pytest.raises(ValueError, match="racks cover 3"):
@@ -161,7 +162,7 @@ def test_the_cluster_command_line_starts_the_dssync_family() -> None:
                     "synthetic", "--scenario", "S3", "--link-rate", "10"])  # fmt: skip
     assert isinstance(cfg, DSSyncRunConfig) and cfg.scheme == "gossip"
     assert cfg.racks == ((0, 1), (2, 3)) and cfg.nic_mb_s == (10.0,) * 4
-    assert is_dssync_run(cfg.to_dict())
+    assert SCHEMES[cfg.scheme_name].family.read(cfg.to_dict()) == cfg
     with pytest.raises(SystemExit) as exc:  # a parameter-server flag with a DS-Sync scheme
         parse(["--scheme", "dssync", "--servers", "2"])
     assert exc.value.code == 2

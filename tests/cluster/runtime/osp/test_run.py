@@ -7,6 +7,7 @@ runtime's PS chose; OSP-C = OSP-S in the weights; a killed worker ends the run, 
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +19,23 @@ from torch import nn
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
 from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.policies.osp.params import OSPParams
 from fl_r2sp.cluster.policies.osp.reference import run_osp_reference
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
 from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, worker_seed
+from fl_r2sp.cluster.schemes import scheme_params
 
 #: float32 runtime against the float64 reference over 6 iterations.
 REF_TOL = 2e-5
 
 
 def _cfg(tmp_path: Path, scheme: str, **kw: Any) -> ClusterConfig:
-    osp = {k: kw.pop(k) for k in list(kw) if k.startswith("osp_")}
+    knobs = {f.name for f in dataclasses.fields(OSPParams)}
+    osp = {k: kw.pop(k) for k in list(kw) if k in knobs}
     base: dict[str, Any] = dict(
         workers=3,
         servers=2,
-        scheme=SchemeParams(scheme, **osp),
+        scheme=scheme_params(scheme, **osp),
         model="mlp",
         dataset="synthetic",
         batch_size=8,
@@ -62,7 +65,7 @@ def _ok(cfg: ClusterConfig) -> dict[str, Any]:
 
 def test_all_routine_osp_equals_bsp_on_the_runtime(tmp_path: Path) -> None:
     bsp = _ok(_cfg(tmp_path, "bsp"))
-    osp = _ok(_cfg(tmp_path, "osp", osp_budget="fixed", osp_fixed_mb=0.0))
+    osp = _ok(_cfg(tmp_path, "osp", budget="fixed", fixed_mb=0.0))
     assert all(r["ics_layers"] == [] for r in osp["osp"]["gib"])
     diff = (_final(bsp) - _final(osp)).abs().max().item()
     assert diff <= 1e-6, diff  # same sums in the same order: equal up to float32 rounding
@@ -109,9 +112,7 @@ def test_osp_on_the_runtime_matches_the_reference(
 ) -> None:
     # mlp layers: 16384, 256, 2560, 40 bytes. 3 kB fits the three small layers; 1 MB with a
     # cap of 1.0 puts every layer in ICS from iteration 0.
-    cfg = _cfg(
-        tmp_path, "osp", osp_budget="fixed", osp_fixed_mb=budget_mb, osp_cap=cap, osp_lgp=lgp
-    )
+    cfg = _cfg(tmp_path, "osp", budget="fixed", fixed_mb=budget_mb, cap=cap, lgp=lgp)
     summary = _ok(cfg)
     gibs = [r["ics_layers"] for r in summary["osp"]["gib"]]
     assert len(gibs) == cfg.max_iterations
@@ -133,7 +134,7 @@ def test_osp_on_the_runtime_matches_the_reference(
 
 
 def test_osp_c_colocated_equals_osp_s(tmp_path: Path) -> None:
-    kw: dict[str, Any] = {"osp_budget": "fixed", "osp_fixed_mb": 0.003}
+    kw: dict[str, Any] = {"budget": "fixed", "fixed_mb": 0.003}
     s = _ok(_cfg(tmp_path, "osp-s", **kw))
     c_cfg = _cfg(tmp_path, "osp-c", **kw)
     assert c_cfg.world_size == 3  # shards 0 and 1 live in workers 0's and 1's processes
@@ -143,7 +144,7 @@ def test_osp_c_colocated_equals_osp_s(tmp_path: Path) -> None:
 
 
 def test_a_killed_worker_ends_an_osp_run_naming_it(tmp_path: Path) -> None:
-    cfg = _cfg(tmp_path, "osp", max_iterations=8, osp_budget="fixed", osp_fixed_mb=0.003)
+    cfg = _cfg(tmp_path, "osp", max_iterations=8, budget="fixed", fixed_mb=0.003)
     run = run_local(cfg, env={KILL_ENV: "1:3"})  # worker 1 dies at the start of iteration 3
     assert run.summary is not None and run.summary["status"] == "failed"
     assert "worker 1 (rank 3) lost" in run.summary["error"]
@@ -160,7 +161,7 @@ def test_osp_rejects_momentum_before_starting(tmp_path: Path) -> None:
 
 def test_final_model_of_an_osp_run_equals_the_workers(tmp_path: Path) -> None:
     # The evaluating worker's own copy (after draining ICS) scores the same as the PS model.
-    cfg = _cfg(tmp_path, "osp", osp_budget="fixed", osp_fixed_mb=0.003, eval_samples=256)
+    cfg = _cfg(tmp_path, "osp", budget="fixed", fixed_mb=0.003, eval_samples=256)
     summary = _ok(cfg)
     model = build_model("mlp", 10, cfg.seed)
     nn.utils.vector_to_parameters(_final(summary), list(model.parameters()))
@@ -181,7 +182,7 @@ def test_osp_flags_reach_the_scheme_knobs() -> None:
                     "--osp-budget", "fixed", "--osp-fixed-mb", "0.5", "--osp-cap", "0.6",
                     "--osp-epoch-iterations", "7"])  # fmt: skip
     sp = cfg.scheme  # type: ignore[attr-defined]
-    assert (sp.scheme, sp.osp_lgp, sp.osp_selection, sp.osp_budget) == (
+    assert (sp.scheme, sp.lgp, sp.selection, sp.budget) == (
         "osp-c", False, "topk", "fixed")  # fmt: skip
-    assert (sp.osp_fixed_mb, sp.osp_cap, sp.osp_epoch_iterations) == (0.5, 0.6, 7)
+    assert (sp.fixed_mb, sp.cap, sp.epoch_iterations) == (0.5, 0.6, 7)
     assert cfg.world_size == 3

@@ -8,11 +8,11 @@ import threading
 import pytest
 import torch
 
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
 from fl_r2sp.cluster.runtime.osp.gib import GibPlanner, IterationSums
 from fl_r2sp.cluster.runtime.osp.layout import LayerLayout, add_ranges, gather
 from fl_r2sp.cluster.runtime.osp.shard import ICS, RS, OSPShard
 from fl_r2sp.cluster.runtime.ps.shard import RunAborted
+from fl_r2sp.cluster.schemes import scheme_params
 
 
 def test_layout_clips_layers_to_shards_and_moves_elements() -> None:
@@ -77,9 +77,9 @@ def test_shard_releases_waiters_on_loss_and_on_abort() -> None:
 
 
 def _planner(**osp: object) -> GibPlanner:
-    # layers of 4, 4, 8, 16 bytes (model 32 B); b = 1 B/s (osp_bandwidth_mb_s = 1e-6), N = 2,
+    # layers of 4, 4, 8, 16 bytes (model 32 B); b = 1 B/s (bandwidth_mb_s = 1e-6), N = 2,
     # epochs of 2 iterations.
-    sp = SchemeParams("osp", osp_bandwidth_mb_s=1e-6, osp_epoch_iterations=2, **osp)  # type: ignore[arg-type]
+    sp = scheme_params("osp", bandwidth_mb_s=1e-6, epoch_iterations=2, **osp)  # type: ignore[arg-type]
     return GibPlanner(sp.validate(), [4.0, 4.0, 8.0, 16.0], 2, 2, 0.0, seed=0)
 
 
@@ -98,11 +98,11 @@ def test_planner_runs_algorithm_1_per_epoch() -> None:
 
 
 def test_planner_fixed_budget_and_the_selection_ablations() -> None:
-    p = _planner(osp_budget="fixed", osp_fixed_mb=1e-5)  # 10 B
+    p = _planner(budget="fixed", fixed_mb=1e-5)  # 10 B
     assert p.first() == [0, 1]  # zero scores: layer order, 4 + 4 B fit, + 8 B would not
-    top = _planner(osp_budget="fixed", osp_fixed_mb=1e-5, osp_selection="topk")
+    top = _planner(budget="fixed", fixed_mb=1e-5, selection="topk")
     top.first()
     # Σ|g| = [5, 0, 1, 1]: layer 1 (4 B), then layer 2 (tie with 3, lower index) makes 12 B.
     assert top.next(0, IterationSums([0.0] * 4, [5.0, 0.0, 1.0, 1.0], [1.0], [1.0])) == [1]
-    capped = _planner(osp_budget="fixed", osp_fixed_mb=1.0)  # capped at 25.6 B
+    capped = _planner(budget="fixed", fixed_mb=1.0)  # capped at 25.6 B
     assert capped.first() == [0, 1, 2]  # 16 B; + 16 B would exceed the cap

@@ -11,12 +11,7 @@ import pytest
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common.cli_values import links_text, parse_floats
 from fl_r2sp.cluster.runtime.peer import worker as peer_worker
-from fl_r2sp.cluster.runtime.peer.config import (
-    PeerRunMixin,
-    is_marked_run,
-    run_kwargs,
-    run_to_dict,
-)
+from fl_r2sp.cluster.runtime.peer.config import PeerRunMixin, run_kwargs, run_to_dict
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV
 
 
@@ -31,24 +26,17 @@ def test_mixin_reads_world_size_and_time_limit_off_base() -> None:
     assert (run.world_size, run.run_timeout_s) == (6, 77.0)
 
 
-def test_run_to_dict_nests_base_and_puts_the_mark_last() -> None:
-    out = run_to_dict(_Run(base=ClusterConfig(workers=3)), "mark")
-    assert list(out) == ["base", "knob", "mark"]
-    assert out["base"]["workers"] == 3 and out["knob"] == 1.5 and out["mark"] is True
+def test_run_to_dict_nests_base_without_its_ps_scheme() -> None:
+    out = run_to_dict(_Run(base=ClusterConfig(workers=3)))
+    assert list(out) == ["base", "knob"]
+    assert out["base"]["workers"] == 3 and out["knob"] == 1.5 and "scheme" not in out["base"]
 
 
 def test_run_kwargs_round_trip_and_unknown_keys() -> None:
-    data = run_to_dict(_Run(base=ClusterConfig(workers=5), knob=2.0), "mark")
-    assert _Run(**run_kwargs(_Run, data, "mark", "toy")) == _Run(ClusterConfig(workers=5), 2.0)
+    data = run_to_dict(_Run(base=ClusterConfig(workers=5), knob=2.0))
+    assert _Run(**run_kwargs(_Run, data, "toy")) == _Run(ClusterConfig(workers=5), 2.0)
     with pytest.raises(ValueError, match=r"unknown toy run config keys \['zz'\]"):
-        run_kwargs(_Run, {**data, "zz": 1}, "mark", "toy")
-
-
-def test_is_marked_run_needs_the_class_or_a_true_mark() -> None:
-    assert is_marked_run(_Run(), _Run, "mark")
-    assert is_marked_run({"mark": True}, _Run, "mark")
-    assert not is_marked_run({"mark": False}, _Run, "mark")
-    assert not is_marked_run({"other": True}, _Run, "mark")
+        run_kwargs(_Run, {**data, "zz": 1}, "toy")
 
 
 def test_parse_floats_and_links_text() -> None:

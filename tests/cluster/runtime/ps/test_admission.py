@@ -14,10 +14,9 @@ import pytest
 import torch
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies import make_policy
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
 from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.ps.shard import ShardState
+from fl_r2sp.cluster.schemes import scheme_params
 
 
 def _held_shard() -> ShardState:
@@ -63,9 +62,9 @@ def test_resolving_a_push_that_is_not_held_is_an_error() -> None:
 
 def test_only_safa_asks_for_admission_and_others_accept_everything() -> None:
     for scheme in ("bsp", "asp", "ssp", "r2sp"):
-        policy = make_policy(SchemeParams(scheme), 2, 4)
+        policy = scheme_params(scheme).policy(2, 4)
         assert not policy.admission and policy.accepts(0)
-    safa = make_policy(SchemeParams("safa"), 2, 4)
+    safa = scheme_params("safa").policy(2, 4)
     assert safa.admission
     safa.on_worker_lost(1, 0.0)
     assert safa.accepts(0) and not safa.accepts(1)  # a lost worker's push is ignored
@@ -79,7 +78,7 @@ def test_a_straggler_beyond_the_bound_is_applied_at_no_shard(tmp_path: Path) -> 
     # their 6 iterations within ~1 s), staleness > 2, discarded. Its later iterations are fresh.
     times = ((0.15,) * 6, (0.15,) * 6, (0.25, 1.2, 0.05, 0.05, 0.05, 0.05))
     cfg = ClusterConfig(
-        workers=3, servers=2, scheme=SchemeParams("safa", safa_staleness_bound=2),
+        workers=3, servers=2, scheme=scheme_params("safa", staleness_bound=2),
         model="mlp", dataset="synthetic", batch_size=8, max_iterations=6, timeout_s=20.0,
         run_timeout_s=60.0, run_dir=str(tmp_path), eval_samples=0, progress_s=0.0, plots=False,
         scripted_compute=times,

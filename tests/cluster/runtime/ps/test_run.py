@@ -19,10 +19,10 @@ from torch import nn
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
 from fl_r2sp.cluster.models import batch_loss, build_model
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
 from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.ps.server import KILL_SERVER_ENV
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, worker_seed
+from fl_r2sp.cluster.schemes import scheme_params
 
 #: Largest shortfall of a real permission gap below the policy's r·T/N we accept (scheduling
 #: of the coordinator thread on a loaded 2-core machine; the gaps are ~20 ms).
@@ -31,7 +31,7 @@ GAP_TOLERANCE_S = 0.005
 
 def _cfg(tmp_path: Path, scheme: str, **kw: Any) -> ClusterConfig:
     base: dict[str, Any] = dict(
-        workers=3, servers=2, scheme=SchemeParams(scheme), model="mlp", dataset="synthetic",
+        workers=3, servers=2, scheme=scheme_params(scheme), model="mlp", dataset="synthetic",
         batch_size=8, lr=0.1, max_iterations=6, timeout_s=20.0, run_timeout_s=60.0,
         run_dir=str(tmp_path), eval_samples=0, progress_s=0.0, plots=False,
     )  # fmt: skip

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
+from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.runtime.local import run_local
+from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.sim import TwinSpec, simulate
 
 MIN_SEPARATION_S = 0.03
@@ -31,7 +32,7 @@ MIN_SEPARATION_S = 0.03
 BATCH = 4
 
 
-def _twin(params: SchemeParams, times: tuple[float, ...], iterations: int
+def _twin(params: PSParams, times: tuple[float, ...], iterations: int
           ) -> list[tuple[int, ...]]:  # fmt: skip
     spec = TwinSpec(
         params=params, num_workers=len(times), num_servers=1, model_bytes=4810 * 4,
@@ -54,7 +55,7 @@ def _permissions(trace: list[dict[str, Any]], iterations: int) -> list[tuple[int
     ]
 
 
-def _runtime(tmp: Path, params: SchemeParams, times: tuple[float, ...], iterations: int
+def _runtime(tmp: Path, params: PSParams, times: tuple[float, ...], iterations: int
              ) -> list[tuple[int, ...]]:  # fmt: skip
     cfg = ClusterConfig(
         workers=len(times), servers=1, scheme=params, model="mlp", dataset="synthetic",
@@ -72,13 +73,13 @@ def _runtime(tmp: Path, params: SchemeParams, times: tuple[float, ...], iteratio
     ("params", "times", "iterations"),
     [
         # Tuning by speed ratio: 4·v/v_slowest = 16, 8, 4 from iteration 3 on (warm-up 2).
-        (SchemeParams("r2sp", tuning="proportional", tuning_warmup=2), (0.12, 0.24, 0.48), 6),
+        (scheme_params("r2sp", tuning="proportional", tuning_warmup=2), (0.12, 0.24, 0.48), 6),
         # SSP with s = 1: the fast workers are held and released as the slow one advances.
-        (SchemeParams("ssp", ssp_bound=1), (0.07, 0.17, 0.41), 6),
+        (scheme_params("ssp", bound=1), (0.07, 0.17, 0.41), 6),
     ],
 )
 def test_runtime_and_twin_issue_the_same_permissions(
-    tmp_path: Path, params: SchemeParams, times: tuple[float, ...], iterations: int
+    tmp_path: Path, params: PSParams, times: tuple[float, ...], iterations: int
 ) -> None:
     want = _twin(params, times, iterations)
     got = _runtime(tmp_path, params, times, iterations)

@@ -3,17 +3,20 @@ flags. Expected values are computed by hand in the comments."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 import torch
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
+from fl_r2sp.cluster.policies.ps.safa import SAFAParams
+from fl_r2sp.cluster.policies.ps.ssp import SSPParams
 from fl_r2sp.cluster.runtime.cli import build_parser, config_from_namespace
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
 from fl_r2sp.cluster.runtime.ps.shard import RunAborted, ShardState
+from fl_r2sp.cluster.schemes import PS_FAMILY, scheme_params
 
 
 def _cfg(**kw: object) -> ClusterConfig:
@@ -26,9 +29,9 @@ def _cfg(**kw: object) -> ClusterConfig:
     ("kw", "match"),
     [
         ({"servers": 4811}, "exceeds the 4810 parameters"),  # the mlp has 4,810 parameters
-        ({"scheme": SchemeParams("hogwild")}, "unknown scheme"),
-        ({"scheme": SchemeParams("r2sp", gap_factor=1.5)}, r"gap_factor r must lie in \[0, 1\]"),
-        ({"scheme": SchemeParams("r2sp", gap_factor=-0.1)}, "gap_factor"),
+        ({"scheme": SSPParams(scheme="hogwild")}, "not scheme 'hogwild'"),
+        ({"scheme": scheme_params("r2sp", gap_factor=1.5)}, r"gap_factor r must lie in \[0, 1\]"),
+        ({"scheme": scheme_params("r2sp", gap_factor=-0.1)}, "gap_factor"),
         ({"batch_size": 0}, "batch_size must be an integer >= 1"),
         ({"workers": 0}, "workers must be an integer >= 1"),
         ({"servers": 0}, "servers must be an integer >= 1"),
@@ -49,11 +52,15 @@ def test_bad_config_is_rejected_with_a_clear_message(kw: dict[str, object], matc
 
 
 def test_config_round_trips_through_json_dict() -> None:
-    cfg = _cfg(scheme=SchemeParams("safa"), compute_multipliers=(1, 2, 1, 1),
+    cfg = _cfg(scheme=scheme_params("safa"), compute_multipliers=(1, 2, 1, 1),
                scripted_compute=((0.1,) * 100,) * 4)  # fmt: skip
-    back = ClusterConfig.from_dict(cfg.to_dict())
+    data = json.loads(json.dumps(cfg.to_dict()))
+    back = PS_FAMILY.read(data)
     assert back == cfg
-    assert back.scheme.safa_deadline_s == math.inf  # travels as "inf" (JSON has no infinity)
+    assert isinstance(back, ClusterConfig) and isinstance(back.scheme, SAFAParams)
+    assert back.scheme.deadline_s == math.inf  # travels as "inf" (JSON has no infinity)
+    with pytest.raises(ValueError, match="unknown scheme 'hogwild'"):
+        PS_FAMILY.read({**data, "scheme": {"scheme": "hogwild"}})
 
 
 def test_the_servers_must_fit_the_parameters_exactly_at_the_limit() -> None:

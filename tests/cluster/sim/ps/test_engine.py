@@ -6,14 +6,15 @@ import math
 
 import pytest
 
-from fl_r2sp.cluster.policies.ps.params import SchemeParams
+from fl_r2sp.cluster.policies.common.params import PSParams
+from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.sim import ROW_FIELDS, TwinSpec, simulate
 
 MB = 1e6
 
 
-def spec(scheme: str | SchemeParams, n: int = 4, **kw) -> TwinSpec:
-    params = SchemeParams(scheme) if isinstance(scheme, str) else scheme
+def spec(scheme: str | PSParams, n: int = 4, **kw) -> TwinSpec:
+    params = scheme_params(scheme) if isinstance(scheme, str) else scheme
     base = dict(
         params=params,
         num_workers=n,
@@ -92,7 +93,7 @@ def test_ssp_never_exceeds_bound_with_a_3x_slower_worker():
 def test_r2sp_round_robin_and_exact_gap(speeds):
     res = simulate(
         spec(
-            SchemeParams("r2sp", gap_factor=0.8),
+            scheme_params("r2sp", gap_factor=0.8),
             4,
             speeds=speeds,
             jitter_cv=0.1,
@@ -163,8 +164,8 @@ def test_tuning_in_twin_fills_fast_workers_idle_time():
         server_bandwidth=1000 * MB,
         iterations=30,
     )
-    plain = simulate(spec(SchemeParams("r2sp"), 8, **kw))
-    tuned = simulate(spec(SchemeParams("r2sp", tuning="idle"), 8, **kw))
+    plain = simulate(spec(scheme_params("r2sp"), 8, **kw))
+    tuned = simulate(spec(scheme_params("r2sp", tuning="idle"), 8, **kw))
     sizes = next(e for e in tuned.trace if e["event"] == "tune")["batch_sizes"]
     assert sizes["0"] == 512 < sizes["2"] < sizes["4"]
     fast_block = plain.mean("blocking_s", skip=10, worker=4)
@@ -178,7 +179,7 @@ def test_spec_validation():
     with pytest.raises(ValueError, match="server_bandwidth"):
         simulate(spec("asp", 2, server_bandwidth=0.0))
     with pytest.raises(ValueError, match="gap_factor"):
-        simulate(spec(SchemeParams("r2sp", gap_factor=2.0)))
+        simulate(spec(scheme_params("r2sp", gap_factor=2.0)))
     assert math.isnan(simulate(spec("asp", 1, iterations=1)).zero_gap_fraction())
 
 
@@ -186,8 +187,8 @@ def test_replay_of_the_twins_reports_gives_the_same_decisions():
     from fl_r2sp.cluster.policies.common.base import PushReport
     from fl_r2sp.cluster.sim.ps.replay import replay
 
-    for scheme in ("r2sp", "ssp", "bsp", "safa"):
-        p = SchemeParams(scheme, ssp_bound=1)
+    for p in (scheme_params("r2sp"), scheme_params("ssp", bound=1), scheme_params("bsp"),
+              scheme_params("safa")):  # fmt: skip
         res = simulate(spec(p, 3, speeds=(100.0, 60.0, 140.0), jitter_cv=0.1, seed=2))
         reports = [
             PushReport(

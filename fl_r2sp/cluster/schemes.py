@@ -1,0 +1,197 @@
+"""The one scheme table of the cluster mode: scheme name -> everything that runs it.
+
+Each row (:class:`Scheme`) names a scheme's frozen parameter record class, its rank entry
+point, its virtual-time twin and its command-line flags (its family's shared flags, and a PS
+record's own :meth:`~fl_r2sp.cluster.policies.common.params.PSParams.add_flags` /
+``from_flags``); the policy builder of a parameter-server scheme is its record's
+:meth:`~fl_r2sp.cluster.policies.common.params.PSParams.policy`.
+The CLI (:mod:`fl_r2sp.cluster.runtime.cli`: ``--scheme`` choices, help groups, flag
+ownership), the rank entry (:func:`fl_r2sp.cluster.runtime.rank.run_rank`) and the config
+reader (:attr:`Family.read`) all read :data:`SCHEMES`; none of them names a scheme.
+
+Adding a parameter-server scheme: its policy and record in ``policies/ps/<scheme>.py`` (the
+record subclasses :class:`~fl_r2sp.cluster.policies.common.params.PSParams`), one
+:func:`ps_row` here, and its tests. Adding a scheme family: its packages under
+``policies/``, ``runtime/`` and ``sim/``, one :class:`Family` (its shared flags, its run
+config builder, its one-line description) and one row per scheme here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.policies.common.params import PSParams
+from fl_r2sp.cluster.policies.dssync.regroup import DSSyncParams
+from fl_r2sp.cluster.policies.osp.params import OSPParams
+from fl_r2sp.cluster.policies.ps.asp import ASPParams
+from fl_r2sp.cluster.policies.ps.bsp import BSPParams
+from fl_r2sp.cluster.policies.ps.r2sp import R2SPParams
+from fl_r2sp.cluster.policies.ps.safa import SAFAParams
+from fl_r2sp.cluster.policies.ps.ssp import SSPParams
+from fl_r2sp.cluster.policies.reduce.params import ReduceParams
+from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.dssync import cli as dssync_cli
+from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
+from fl_r2sp.cluster.runtime.dssync.rank import run_dssync_rank
+from fl_r2sp.cluster.runtime.osp.rank import play_osp
+from fl_r2sp.cluster.runtime.ps import cli as ps_cli
+from fl_r2sp.cluster.runtime.ps.rank import Play, play_ps, run_ps_rank
+from fl_r2sp.cluster.runtime.reduce import cli as reduce_cli
+from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
+from fl_r2sp.cluster.runtime.reduce.rank import run_reduce_rank
+from fl_r2sp.cluster.sim.dssync.engine import dssync_time, gossip_time, hierarchical_time
+from fl_r2sp.cluster.sim.ps.engine import simulate
+from fl_r2sp.cluster.sim.reduce.engine import run_reduce_sim
+
+#: ``rank_entry(config, init_method, rank, world_size, local_rank) -> summary (rank 0) or None``.
+RankEntry = Callable[..., "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the schemes of one runtime share on the command line.
+
+    Attributes
+    ----------
+    title : str
+        Help-group title, also named in the message that refuses a misplaced flag.
+    add_flags : callable
+        ``add_flags(group)`` adds the flags every scheme of the family reads.
+    build : callable
+        ``build(ns, base, given) -> RunConfig`` (not yet validated): the family's run config
+        on the shared ``base`` (whose ``scheme`` holds a PS scheme's record); ``given`` holds
+        the dests the user typed; raises ValueError on a bad combination.
+    describe : callable
+        ``describe(cfg) -> str``: the one-line announcement of the run.
+    read : callable
+        ``read(data) -> RunConfig``: the run config from its ``to_dict`` output (a run
+        directory's ``config.json``).
+    """
+
+    title: str
+    add_flags: Callable[[argparse._ArgumentGroup], None]
+    build: Callable[[argparse.Namespace, ClusterConfig, frozenset[str]], Any]
+    describe: Callable[[Any], str]
+    read: Callable[[dict[str, Any]], RunConfig]
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One row of the scheme table.
+
+    Attributes
+    ----------
+    name : str
+        The ``--scheme`` value.
+    family : Family
+        The runtime that runs it.
+    params : type
+        Its frozen parameter record class (a :class:`PSParams` subclass for a
+        parameter-server scheme; the family's record, e.g. :class:`ReduceParams`, otherwise).
+    rank : callable
+        Its rank entry point (:data:`RankEntry`).
+    twin : callable
+        Its virtual-time twin (PS: :func:`~fl_r2sp.cluster.sim.ps.engine.simulate`).
+    """
+
+    name: str
+    family: Family
+    params: type[Any]
+    rank: RankEntry
+    twin: Callable[..., Any]
+
+    @property
+    def ps_params(self) -> type[PSParams] | None:
+        """The record class if it is a parameter-server scheme's, else None."""
+        return self.params if issubclass(self.params, PSParams) else None
+
+
+def read_ps_config(data: dict[str, Any]) -> ClusterConfig:
+    """A PS run's config from its dict; its ``scheme`` record class comes from the table."""
+    return ClusterConfig.from_dict(data, ps_records())
+
+
+PS_FAMILY = Family("parameter-server", ps_cli.add_flags, ps_cli.build, ps_cli.describe,
+                   read_ps_config)  # fmt: skip
+REDUCE_FAMILY = Family("all-reduce family", reduce_cli.add_flags, reduce_cli.build,
+                       reduce_cli.describe, ReduceRunConfig.from_dict)  # fmt: skip
+DSSYNC_FAMILY = Family("DS-Sync family", dssync_cli.add_flags, dssync_cli.build,
+                       dssync_cli.describe, DSSyncRunConfig.from_dict)  # fmt: skip
+
+
+def ps_row(name: str, record: type[PSParams], play: Play = play_ps) -> Scheme:
+    """The row of a parameter-server scheme: its record, the PS rank entry with ``play``
+    (default: the runtime's PS roles), the PS twin."""
+    return Scheme(name, PS_FAMILY, record, functools.partial(run_ps_rank, play=play), simulate)
+
+
+#: Scheme name -> its row. The first row's family is the CLI's default group.
+SCHEMES: dict[str, Scheme] = {
+    "bsp": ps_row("bsp", BSPParams),
+    "asp": ps_row("asp", ASPParams),
+    "ssp": ps_row("ssp", SSPParams),
+    "r2sp": ps_row("r2sp", R2SPParams),
+    "safa": ps_row("safa", SAFAParams),
+    "osp": ps_row("osp", OSPParams, play_osp),
+    "osp-s": ps_row("osp-s", OSPParams, play_osp),
+    "osp-c": ps_row("osp-c", OSPParams, play_osp),
+    **{
+        name: Scheme(name, REDUCE_FAMILY, ReduceParams, run_reduce_rank, run_reduce_sim)
+        for name in ("allreduce", "partial", "selective")
+    },  # fmt: skip
+    "dssync": Scheme("dssync", DSSYNC_FAMILY, DSSyncParams, run_dssync_rank, dssync_time),
+    "hierarchical": Scheme(
+        "hierarchical", DSSYNC_FAMILY, DSSyncParams, run_dssync_rank, hierarchical_time
+    ),  # fmt: skip
+    "gossip": Scheme("gossip", DSSYNC_FAMILY, DSSyncParams, run_dssync_rank, gossip_time),
+}
+
+
+def families() -> list[Family]:
+    """The families of :data:`SCHEMES`, in table order, each once."""
+    return list(dict.fromkeys(row.family for row in SCHEMES.values()))
+
+
+def names_of(family: Family) -> list[str]:
+    """The schemes ``family`` runs, in table order."""
+    return [name for name, row in SCHEMES.items() if row.family is family]
+
+
+def scheme(name: str) -> Scheme:
+    """The row of ``name``.
+
+    Raises
+    ------
+    ValueError
+        If no row has that name.
+    """
+    row = SCHEMES.get(name)
+    if row is None:
+        raise ValueError(f"unknown scheme {name!r}; choose one of {', '.join(SCHEMES)}")
+    return row
+
+
+def ps_records() -> dict[str, type[PSParams]]:
+    """Parameter-server scheme name -> its record class."""
+    return {n: r for n, row in SCHEMES.items() if (r := row.ps_params) is not None}
+
+
+def scheme_params(name: str, **knobs: Any) -> PSParams:
+    """The record of parameter-server scheme ``name`` with ``knobs`` (the record's field names).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a parameter-server scheme.
+    TypeError
+        On a knob the record does not have.
+    """
+    record = scheme(name).ps_params
+    if record is None:
+        raise ValueError(f"{name!r} is not a parameter-server scheme")
+    return record(scheme=name, **knobs)
