@@ -5,8 +5,10 @@ Request-to-Proceed (a :class:`PushReport` to the policy, at the instant the last
 the update). Control messages take no time. Permissions with ``at > now`` and the policy's own
 deadlines (:meth:`CoordinatorPolicy.next_deadline`) become timed events.
 
-Tie-break at equal times: flow completions first, then (event queue order) losses, compute
-completions, permissions, policy timers; simultaneous events of one kind go in worker order.
+Tie-break at equal times: flow completions first, then the typed events of
+:mod:`fl_r2sp.cluster.sim.ps.events` in their priority order (losses, compute completions,
+permissions, policy timers); simultaneous events of one kind go in worker order. An event type
+without a handler raises (:func:`~fl_r2sp.cluster.sim.common.events.dispatch`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import numpy as np
 
 from fl_r2sp.cluster.policies.common.base import Permission, PushReport
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
+from fl_r2sp.cluster.sim.common.events import Handlers, dispatch, push
+from fl_r2sp.cluster.sim.ps.events import ComputeDone, PermitDue, TimerFired, WorkerLost
 from fl_r2sp.cluster.sim.ps.result import TwinResult
 from fl_r2sp.cluster.sim.ps.spec import TwinSpec
 from fl_r2sp.emulation import Event, EventQueue, Network, rng_for
 
-_LOST, _COMPUTED, _PERMIT, _TIMER = 0, 1, 2, 3
 _STREAM_JITTER = 7
 
 
@@ -65,12 +68,18 @@ class Twin:
         self.now = 0.0
         self.timer_at: float | None = None
         self.result = TwinResult(spec=spec, trace=self.policy.trace)
+        self.handlers: Handlers = {
+            WorkerLost: lambda e: self._lose(e.worker),
+            ComputeDone: lambda e: self._start_push(e.worker),
+            PermitDue: lambda e: self._begin(e.permission),
+            TimerFired: self._timer,
+        }
 
     # -- driver -----------------------------------------------------------------------
     def run(self) -> TwinResult:
         """Run to the iteration target (or ``max_time``) and return the result."""
         for w, t in sorted(self.spec.lost_at.items()):
-            self.queue.push(t, _LOST, w)
+            push(self.queue, t, WorkerLost(w))
         self._permit_all(self.policy.start(0.0))
         while not self._done():
             nxt = self.net.next_completion()
@@ -106,22 +115,17 @@ class Twin:
         )
 
     def _event(self, ev: Event) -> None:
-        kind, key, payload = ev.priority, ev.key, ev.payload
-        if kind == _LOST:
-            self._lose(key)
-        elif kind == _COMPUTED:
-            self._start_push(key)
-        elif kind == _PERMIT:
-            self._begin(payload)
-        else:
-            self.timer_at = None
-            self._permit_all(self.policy.on_timer(self.now))
+        dispatch(self.handlers, ev.payload)
+
+    def _timer(self, _: TimerFired) -> None:
+        self.timer_at = None
+        self._permit_all(self.policy.on_timer(self.now))
 
     # -- policy plumbing -------------------------------------------------------------------
     def _permit_all(self, perms: list[Permission]) -> None:
         for p in perms:
             if p.at > self.now:
-                self.queue.push(p.at, _PERMIT, p.worker, p)
+                push(self.queue, p.at, PermitDue(p))
             else:
                 self._begin(p)
         self._arm_timer()
@@ -133,7 +137,7 @@ class Twin:
         if due < self.now:
             raise RuntimeError(f"policy deadline {due!r} lies before now={self.now!r}")
         self.timer_at = due
-        self.queue.push(due, _TIMER, 0)
+        push(self.queue, due, TimerFired())
 
     def _lose(self, w: int) -> None:
         st = self.workers[w]
@@ -181,7 +185,7 @@ class Twin:
         if kind == "pull":
             st.t_pull_end = end
             st.version_at_pull = self.version
-            st.compute_event = self.queue.push(end + self._compute_s(w, st), _COMPUTED, w)
+            st.compute_event = push(self.queue, end + self._compute_s(w, st), ComputeDone(w))
         else:
             self._finish(w, end)
 

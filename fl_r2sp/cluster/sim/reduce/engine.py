@@ -31,6 +31,8 @@ from fl_r2sp.cluster.policies.reduce import (
     make_reduce_controller,
     ring_time,
 )
+from fl_r2sp.cluster.sim.common.events import Handlers, dispatch, push
+from fl_r2sp.cluster.sim.reduce.events import SyncDone, TimerFired, WorkerLost, WorkerReady
 from fl_r2sp.cluster.sim.reduce.flow import FlowRings
 from fl_r2sp.cluster.sim.reduce.result import ReduceSimResult
 from fl_r2sp.cluster.sim.reduce.spec import ReduceSimSpec
@@ -42,7 +44,6 @@ from fl_r2sp.cluster.sim.reduce.workload import (
 )
 from fl_r2sp.emulation import Event, EventQueue, rng_for
 
-_DONE, _LOST, _READY, _TIMER = 0, 1, 2, 3
 _STREAM_BW, _STREAM_ERR, _STREAM_COMPUTE, _STREAM_WARM = 41, 42, 43, 44
 _BLOCK = 64  # compute draws per worker per refill
 
@@ -93,6 +94,12 @@ class ReduceSim:
         self.timer_at: float | None = None
         self.now = 0.0
         self.result = ReduceSimResult(spec=spec, trace=self.ctl.trace, bandwidth_gbps=gbps)
+        self.handlers: Handlers = {
+            SyncDone: lambda e: self._sync_done(e.group),
+            WorkerLost: lambda e: self._lose(e.worker),
+            WorkerReady: self._ready,
+            TimerFired: self._timer,
+        }
 
     def _progress(self) -> ProgressModel | None:
         spec = self.spec
@@ -109,7 +116,7 @@ class ReduceSim:
         """Run until ``duration_s`` and return the result."""
         end = self.spec.duration_s
         for w, t in sorted(self.spec.lost_at.items()):
-            self.queue.push(t, _LOST, w)
+            push(self.queue, t, WorkerLost(w))
         self._launch_all(self.ctl.start(0.0))
         for w in range(self.spec.num_workers):
             self._begin_round(w)
@@ -133,15 +140,15 @@ class ReduceSim:
         return self.result
 
     def _event(self, ev: Event) -> None:
-        kind, key = ev.priority, ev.key
-        if kind == _DONE:
-            self._sync_done(key)
-        elif kind == _LOST:
-            self._lose(key)
-        elif kind == _READY:
-            self.ready_event.pop(key, None)
-            self._launch_all(self.ctl.on_ready(key, self.now, self.iteration[key], ev.payload))
-        elif self.timer_at is not None and ev.time == self.timer_at:
+        dispatch(self.handlers, ev.payload)
+
+    def _ready(self, e: WorkerReady) -> None:
+        w = e.worker
+        self.ready_event.pop(w, None)
+        self._launch_all(self.ctl.on_ready(w, self.now, self.iteration[w], e.compute_s))
+
+    def _timer(self, e: TimerFired) -> None:
+        if self.timer_at is not None and e.due == self.timer_at:  # else re-armed since
             self.timer_at = None
             self._launch_all(self.ctl.on_timer(self.now))
 
@@ -150,7 +157,7 @@ class ReduceSim:
         if due is None or due == self.timer_at:
             return
         self.timer_at = max(due, self.now)
-        self.queue.push(self.timer_at, _TIMER, 0)
+        push(self.queue, self.timer_at, TimerFired(self.timer_at))
 
     # -- workers and syncs -------------------------------------------------------------
     def _compute_s(self, w: int) -> float:
@@ -164,7 +171,7 @@ class ReduceSim:
 
     def _begin_round(self, w: int) -> None:
         c = self._compute_s(w)
-        self.ready_event[w] = self.queue.push(self.now + c, _READY, w, c)
+        self.ready_event[w] = push(self.queue, self.now + c, WorkerReady(w, c))
 
     def _launch_all(self, launches: list[Launch]) -> None:
         for la in launches:
@@ -179,13 +186,13 @@ class ReduceSim:
             self.sync_of[la.group] = rec
             if self.rings is not None:
                 if self.rings.start(la.group, members, self.now):
-                    self.queue.push(self.now, _DONE, la.group)
+                    push(self.queue, self.now, SyncDone(la.group))
             else:
                 spec = self.spec
                 t = ring_time(
                     len(members), spec.model_bytes, min_bw, spec.alpha_s, spec.approx_time
                 )
-                self.queue.push(self.now + t, _DONE, la.group)
+                push(self.queue, self.now + t, SyncDone(la.group))
 
     def _sync_done(self, group: int) -> None:
         rec = self.sync_of.pop(group)
