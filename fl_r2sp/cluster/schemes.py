@@ -75,7 +75,7 @@ class Family:
 
     title: str
     add_flags: Callable[[argparse._ArgumentGroup], None]
-    build: Callable[[argparse.Namespace, ClusterConfig, frozenset[str]], Any]
+    build: Callable[[argparse.Namespace, ClusterConfig, frozenset[str]], RunConfig]
     describe: Callable[[Any], str]
     read: Callable[[dict[str, Any]], RunConfig]
 
@@ -194,4 +194,4 @@ def scheme_params(name: str, **knobs: Any) -> PSParams:
     record = scheme(name).ps_params
     if record is None:
         raise ValueError(f"{name!r} is not a parameter-server scheme")
-    return record(scheme=name, **knobs)
+    return record(**{"scheme": name, **knobs})

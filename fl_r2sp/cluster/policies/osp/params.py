@@ -76,10 +76,10 @@ class OSPParams(PSParams):
                 raise ValueError(f"unknown {name} {value!r}; choose one of {allowed}")
         if not isinstance(self.lgp, bool):
             raise ValueError(f"osp_lgp must be a bool, got {self.lgp!r}")
-        for name, value in (("osp_fixed_mb", self.fixed_mb),
-                            ("osp_bandwidth_mb_s", self.bandwidth_mb_s)):  # fmt: skip
-            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be >= 0, got {value!r}")
+        for knob, size in (("osp_fixed_mb", self.fixed_mb),
+                           ("osp_bandwidth_mb_s", self.bandwidth_mb_s)):  # fmt: skip
+            if not (isinstance(size, int | float) and math.isfinite(size) and size >= 0):
+                raise ValueError(f"{knob} must be >= 0, got {size!r}")
         check_fraction("osp_cap", self.cap, low_open=True)
         if not (isinstance(self.loss_rate, int | float) and 0 <= self.loss_rate < 1):
             raise ValueError(f"osp_loss_rate must lie in [0, 1), got {self.loss_rate!r}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch.distributed as dist
+from torch.distributed.distributed_c10d import Store
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common import protocol as P
@@ -73,12 +74,12 @@ class RankContext:
         )
 
 
-def new_store() -> dist.Store:
+def new_store() -> Store:
     """A fresh client of the job's store (one per thread that blocks on it)."""
     return dist.distributed_c10d._get_default_store().clone()
 
 
-def wait_get(store: dist.Store, key: str, timeout_s: float, delete: bool = True) -> dict[str, Any]:
+def wait_get(store: Store, key: str, timeout_s: float, delete: bool = True) -> dict[str, Any]:
     """Wait up to ``timeout_s`` for ``key``, return its JSON value and (by default) delete it.
 
     Raises
@@ -98,6 +99,6 @@ def wait_get(store: dist.Store, key: str, timeout_s: float, delete: bool = True)
     return value
 
 
-def set_json(store: dist.Store, key: str, payload: dict[str, Any]) -> None:
+def set_json(store: Store, key: str, payload: dict[str, Any]) -> None:
     """Set ``key`` to the compact JSON of ``payload``."""
     store.set(key, P.dumps(payload))

@@ -16,6 +16,7 @@ Rank 0 is always the leader (:func:`fl_r2sp.cluster.runtime.ps.leader.run_leader
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -126,7 +127,9 @@ def _serve_until_done(server: OSPServer) -> None:
     dist.send(server.state.snapshot(), dst=0, tag=P.TAG_FINAL)
 
 
-def _with_local_worker(ctx: RankContext, serve: Any, box: list[OSPServer]) -> Any:
+def _with_local_worker(
+    ctx: RankContext, serve: Callable[[], dict[str, Any] | None], box: list[OSPServer]
+) -> dict[str, Any] | None:
     """OSP-C: run worker ``ctx.rank`` in a thread beside ``serve`` (which builds the server)."""
     errors: list[BaseException] = []
 

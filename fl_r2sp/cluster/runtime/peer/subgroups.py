@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.distributed.distributed_c10d import PrefixStore, Store
 
 from fl_r2sp.cluster.runtime.common.throttle import TokenBucket, chunk_views
 
@@ -126,7 +127,7 @@ class SubgroupCache:
 
     Parameters
     ----------
-    store : dist.Store
+    store : torch.distributed.Store
         The job's store (a client this worker's main thread owns).
     rank : int
         This rank in the default group.
@@ -134,7 +135,7 @@ class SubgroupCache:
         Timeout of every built group's operations (creation rendezvous included).
     """
 
-    def __init__(self, store: dist.Store, rank: int, timeout_s: float) -> None:
+    def __init__(self, store: Store, rank: int, timeout_s: float) -> None:
         self.store, self.rank = store, rank
         self.timeout = datetime.timedelta(seconds=timeout_s)
         self.groups: dict[str, dist.ProcessGroupGloo] = {}
@@ -151,7 +152,7 @@ class SubgroupCache:
         if not build:
             return self.groups[pg_id]
         ranks = sorted(members)
-        prefix = dist.PrefixStore(f"rg/{pg_id}/", self.store)
+        prefix = PrefixStore(f"rg/{pg_id}/", self.store)
         pg = dist.ProcessGroupGloo(prefix, ranks.index(self.rank), len(ranks), self.timeout)
         self.groups[pg_id] = pg
         self.built += 1

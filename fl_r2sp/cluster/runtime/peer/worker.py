@@ -75,7 +75,7 @@ class PeerWorker:
         self.model.train()
         self.model.zero_grad(set_to_none=False)
         loss = batch_loss(self.model, x.to(self.device), y.to(self.device))
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # torch leaves backward untyped
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         self.flat.add_(torch.cat([g.reshape(-1) for g in grads]).cpu(), alpha=-self.base.lr)
         return float(loss.item())

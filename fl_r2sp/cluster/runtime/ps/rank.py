@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.distributed_c10d import Store
 
 from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
 from fl_r2sp.cluster.models import build_model
@@ -135,7 +136,7 @@ def play_ps(
     return None
 
 
-def _report_fatal(store: dist.Store, ctx: RankContext, exc: BaseException) -> None:
+def _report_fatal(store: Store, ctx: RankContext, exc: BaseException) -> None:
     try:
         message = f"{ctx.describe(ctx.rank)} failed: {type(exc).__name__}: {exc}"
         set_json(store, P.FATAL_KEY, {"rank": ctx.rank, "message": message})

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch.distributed as dist
+from torch.distributed.distributed_c10d import Store
 
 from fl_r2sp.cluster.policies.reduce import Launch, ReduceController
 from fl_r2sp.cluster.policies.reduce.base import READY, SYNCING, TRAINING
@@ -70,7 +71,7 @@ class _Waiter(threading.Thread):
         self.store = new_store()
         self.key = ready_key(w, 0)  # the key it waits on now
 
-    def stop(self, store: dist.Store) -> None:
+    def stop(self, store: Store) -> None:
         """Wake and end the waiter: set its current key to a halt message."""
         self.halt.set()
         set_json(store, self.key, {"halt": True})
