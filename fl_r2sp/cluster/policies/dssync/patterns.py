@@ -85,14 +85,6 @@ class Pattern:
             raise ValueError(f"rank {rank} out of range 0..{self.num_workers - 1}")
         return self.rank_map(t)[rank]
 
-    def distinct_groups(self) -> tuple[Group, ...]:
-        """Every group of the period, once, in first-use order (for pre-creating groups)."""
-        seen: dict[Group, None] = {}
-        for step in self.steps:
-            for g in step:
-                seen.setdefault(g, None)
-        return tuple(seen)
-
 
 def check_racks(racks: Sequence[Sequence[int]]) -> int:
     """Check a rack map (lists of ranks) covers 0..N-1 exactly once; return N.

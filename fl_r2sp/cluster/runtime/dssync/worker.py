@@ -60,19 +60,14 @@ def plan_key(b: int) -> str:
 
 
 class DSSyncWorker(PeerWorker):
-    """One worker rank (rank == worker id) of a DS-Sync-family run (local state and step:
-    :class:`~.peer_worker.PeerWorker`).
+    """One worker rank (rank == worker id) of a DS-Sync-family run.
 
     Parameters
     ----------
     cfg : DSSyncRunConfig
         The run.
-    rank, local_rank : int
-        This rank.
-    flat : torch.Tensor
-        The initial flattened parameters (copied).
-    store : dist.Store
-        A store client owned by this worker's thread.
+    rank, local_rank, flat, store
+        As for :class:`~fl_r2sp.cluster.runtime.peer.worker.PeerWorker` (local state and step).
     epoch : float
         Wall time of the run's start (the telemetry clock's zero).
     tag : str

@@ -62,19 +62,14 @@ def done_key(w: int, k: int) -> str:
 
 
 class ReduceWorker(PeerWorker):
-    """One worker rank (rank == worker id) of an all-reduce-family run (local state and step:
-    :class:`~.peer_worker.PeerWorker`).
+    """One worker rank (rank == worker id) of an all-reduce-family run.
 
     Parameters
     ----------
     cfg : ReduceRunConfig
         The run.
-    rank, local_rank : int
-        This rank.
-    flat : torch.Tensor
-        The initial flattened parameters (copied).
-    store : dist.Store
-        A store client owned by this worker's thread.
+    rank, local_rank, flat, store
+        As for :class:`~fl_r2sp.cluster.runtime.peer.worker.PeerWorker` (local state and step).
     """
 
     def __init__(

@@ -6,7 +6,7 @@ the update). Control messages take no time. Permissions with ``at > now`` and th
 deadlines (:meth:`CoordinatorPolicy.next_deadline`) become timed events.
 
 Tie-break at equal times: flow completions first, then the typed events of
-:mod:`fl_r2sp.cluster.sim.ps.events` in their priority order (losses, compute completions,
+:mod:`fl_r2sp.cluster.sim.common.events` in their priority order (losses, compute completions,
 permissions, policy timers); simultaneous events of one kind go in worker order. An event type
 without a handler raises (:func:`~fl_r2sp.cluster.sim.common.events.dispatch`).
 """
@@ -20,8 +20,15 @@ import numpy as np
 
 from fl_r2sp.cluster.policies.common.base import Permission, PushReport
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
-from fl_r2sp.cluster.sim.common.events import Handlers, dispatch, push
-from fl_r2sp.cluster.sim.ps.events import ComputeDone, PermitDue, TimerFired, WorkerLost
+from fl_r2sp.cluster.sim.common.events import (
+    ComputeDone,
+    Handlers,
+    PermitDue,
+    TimerFired,
+    WorkerLost,
+    dispatch,
+    push,
+)
 from fl_r2sp.cluster.sim.ps.result import TwinResult
 from fl_r2sp.cluster.sim.ps.spec import TwinSpec
 from fl_r2sp.emulation import Event, EventQueue, Network, rng_for
@@ -79,7 +86,7 @@ class Twin:
     def run(self) -> TwinResult:
         """Run to the iteration target (or ``max_time``) and return the result."""
         for w, t in sorted(self.spec.lost_at.items()):
-            push(self.queue, t, WorkerLost(w))
+            push(self.queue, t, WorkerLost(w), w)
         self._permit_all(self.policy.start(0.0))
         while not self._done():
             nxt = self.net.next_completion()
@@ -125,7 +132,7 @@ class Twin:
     def _permit_all(self, perms: list[Permission]) -> None:
         for p in perms:
             if p.at > self.now:
-                push(self.queue, p.at, PermitDue(p))
+                push(self.queue, p.at, PermitDue(p), p.worker)
             else:
                 self._begin(p)
         self._arm_timer()
@@ -137,7 +144,7 @@ class Twin:
         if due < self.now:
             raise RuntimeError(f"policy deadline {due!r} lies before now={self.now!r}")
         self.timer_at = due
-        push(self.queue, due, TimerFired())
+        push(self.queue, due, TimerFired(due))
 
     def _lose(self, w: int) -> None:
         st = self.workers[w]
@@ -185,7 +192,7 @@ class Twin:
         if kind == "pull":
             st.t_pull_end = end
             st.version_at_pull = self.version
-            st.compute_event = push(self.queue, end + self._compute_s(w, st), ComputeDone(w))
+            st.compute_event = push(self.queue, end + self._compute_s(w, st), ComputeDone(w), w)
         else:
             self._finish(w, end)
 

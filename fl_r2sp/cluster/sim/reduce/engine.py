@@ -31,8 +31,15 @@ from fl_r2sp.cluster.policies.reduce import (
     make_reduce_controller,
     ring_time,
 )
-from fl_r2sp.cluster.sim.common.events import Handlers, dispatch, push
-from fl_r2sp.cluster.sim.reduce.events import SyncDone, TimerFired, WorkerLost, WorkerReady
+from fl_r2sp.cluster.sim.common.events import (
+    Handlers,
+    SyncDone,
+    TimerFired,
+    WorkerLost,
+    WorkerReady,
+    dispatch,
+    push,
+)
 from fl_r2sp.cluster.sim.reduce.flow import FlowRings
 from fl_r2sp.cluster.sim.reduce.result import ReduceSimResult
 from fl_r2sp.cluster.sim.reduce.spec import ReduceSimSpec
@@ -116,7 +123,7 @@ class ReduceSim:
         """Run until ``duration_s`` and return the result."""
         end = self.spec.duration_s
         for w, t in sorted(self.spec.lost_at.items()):
-            push(self.queue, t, WorkerLost(w))
+            push(self.queue, t, WorkerLost(w), w)
         self._launch_all(self.ctl.start(0.0))
         for w in range(self.spec.num_workers):
             self._begin_round(w)
@@ -171,7 +178,7 @@ class ReduceSim:
 
     def _begin_round(self, w: int) -> None:
         c = self._compute_s(w)
-        self.ready_event[w] = push(self.queue, self.now + c, WorkerReady(w, c))
+        self.ready_event[w] = push(self.queue, self.now + c, WorkerReady(w, c), w)
 
     def _launch_all(self, launches: list[Launch]) -> None:
         for la in launches:
@@ -186,13 +193,13 @@ class ReduceSim:
             self.sync_of[la.group] = rec
             if self.rings is not None:
                 if self.rings.start(la.group, members, self.now):
-                    push(self.queue, self.now, SyncDone(la.group))
+                    push(self.queue, self.now, SyncDone(la.group), la.group)
             else:
                 spec = self.spec
                 t = ring_time(
                     len(members), spec.model_bytes, min_bw, spec.alpha_s, spec.approx_time
                 )
-                push(self.queue, self.now + t, SyncDone(la.group))
+                push(self.queue, self.now + t, SyncDone(la.group), la.group)
 
     def _sync_done(self, group: int) -> None:
         rec = self.sync_of.pop(group)

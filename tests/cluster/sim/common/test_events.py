@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import pytest
 
 from fl_r2sp.cluster.policies.ps.asp import ASPParams
 from fl_r2sp.cluster.policies.reduce import ReduceParams
-from fl_r2sp.cluster.sim.common.events import dispatch, push
+from fl_r2sp.cluster.sim.common.events import dispatch
 from fl_r2sp.cluster.sim.ps.engine import Twin
 from fl_r2sp.cluster.sim.ps.spec import TwinSpec
 from fl_r2sp.cluster.sim.reduce.engine import ReduceSim
@@ -20,7 +19,6 @@ from fl_r2sp.cluster.sim.reduce.spec import ReduceSimSpec
 class Stray:
     """An event kind no twin knows (it would have been the timer before)."""
 
-    priority: ClassVar[int] = 9
     key: int = 0
 
 
@@ -45,13 +43,13 @@ def test_the_ps_twin_raises_on_an_unknown_event_kind() -> None:
             server_bandwidth=1e8,
         )
     )
-    push(twin.queue, 0.0, Stray())
+    twin.queue.push(0.0, 9, 0, Stray())
     with pytest.raises(TypeError, match="Stray"):
         twin.run()
 
 
 def test_the_reduce_twin_raises_on_an_unknown_event_kind() -> None:
     sim = ReduceSim(ReduceSimSpec(ReduceParams("allreduce"), num_workers=3, duration_s=5.0))
-    push(sim.queue, 0.0, Stray())
+    sim.queue.push(0.0, 9, 0, Stray())
     with pytest.raises(TypeError, match="Stray"):
         sim.run()
