@@ -29,7 +29,7 @@ lcm(|R|, |S|) when some racks are slow, so that each rotation completes within o
 that period does not connect every rank (racks of two, whose turn orders run in lockstep), it
 is repeated with rack c's turn order shifted by c, 2c, ... until it does.
 
-:mod:`.dssync_check` validates patterns; :mod:`.dssync_regroup` turns measured communication
+:mod:`.check` validates patterns; :mod:`.regroup` turns measured communication
 times into slow racks and delayed workers.
 """
 

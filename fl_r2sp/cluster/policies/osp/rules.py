@@ -14,7 +14,7 @@ PS side:
   least-important ones while they fit in the byte budget S(G^u). *Ours*: the fill stops at the
   first layer that does not fit (a prefix of the order), so a more important small layer never
   jumps a less important large one.
-* :func:`u_max` and :class:`BudgetSchedule`: Algorithm 1 (in :mod:`.osp_budget`).
+* :func:`u_max` and :class:`BudgetSchedule`: Algorithm 1 (in :mod:`.budget`).
 
 Worker side (pure functions on lists of per-layer arrays, new arrays returned):
 

@@ -1,7 +1,7 @@
 """The three kinds of synchronisation of the DS-Sync runtime, throttled by the rack network.
 
 Every operation runs chunk by chunk: each chunk is first charged to the sender's links
-(:class:`~.dssync_links.WorkerLinks`, uplink too where the traffic crosses racks), then handed
+(:class:`~.links.WorkerLinks`, uplink too where the traffic crosses racks), then handed
 to gloo *asynchronously*; all chunks are waited for at the end (bounded by ``timeout_s``). So
 the emulated transfer of chunk i+1 overlaps gloo's work on chunk i ("async per bucket").
 

@@ -1,7 +1,7 @@
 """Entry of one rank of a DS-Sync-family run (the rank entry dispatches here).
 
-Every rank is a worker (:mod:`.dssync_worker`); rank 0 also decides the plan at every period
-boundary (:func:`~.dssync_plan.decide`) and writes the run directory: ``config.json``,
+Every rank is a worker (:mod:`.worker`); rank 0 also decides the plan at every period
+boundary (:func:`~.plan.decide`) and writes the run directory: ``config.json``,
 ``workers.csv`` (one row per worker iteration: ``compute_s``, ``push_s`` = the
 synchronisation, ``group``, ``group_size``, ``sent_bytes``, ``ok``, ``loss``),
 ``permissions.csv`` (one row per boundary: live workers, generation, bottlenecks found),

@@ -11,7 +11,7 @@ Iteration t of worker w (the paper's Pseudo Code 1, ``docs/paper-notes.md`` §6)
 
 Every ``period`` iterations (and after the last) the workers meet at a *boundary*: each sends
 rank 0 its reduce records (group, seconds) and telemetry rows of the period; rank 0 decides the
-next :class:`~.dssync_plan.Plan` (:func:`~.dssync_plan.decide`) and publishes it. After the last
+next :class:`~.plan.Plan` (:func:`~.plan.decide`) and publishes it. After the last
 boundary the live workers average their EMA copies and their models over everyone.
 
 Faults: a failed reduce (a member died or the timeout passed) restores the parameters from

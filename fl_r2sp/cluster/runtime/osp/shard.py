@@ -3,7 +3,7 @@
 For every iteration j a shard holds two barriers, one per stage: **RS** (routine
 synchronisation, the important layers) and **ICS** (in-computation synchronisation, the
 unimportant ones). Each live worker submits its local gradient of the stage's elements (the
-elements of the GIB's layers that lie in this shard, :mod:`.osp_layout`); once every live
+elements of the GIB's layers that lie in this shard, :mod:`.layout`); once every live
 worker's part is in, the shard averages them in worker order (so the result does not depend on
 arrival order), applies ``P -= lr · mean`` to its parameters and keeps the mean for the
 workers' replies (:meth:`OSPShard.await_mean`): a worker applies the same ``-lr · mean`` to its
@@ -13,7 +13,7 @@ When both stages of iteration j are applied, the shard hands the partial per-lay
 ``|ḡ_j · P|`` (PGP importance, Eq. 4, on the aggregated gradient and the parameters after
 iteration j) and of ``|ḡ_j|`` (the top-k ablation) over its elements, plus the workers' losses
 and compute times of iteration j, to ``on_complete``; PS 0 combines every shard's sums into
-the GIB of iteration j + 1 (:mod:`.osp_server`).
+the GIB of iteration j + 1 (:mod:`.server`).
 
 Thread-safe (one condition). Also offers the three calls the coordinator makes on PS 0's shard
 (``wait_push``, ``lose``, ``abort``) so the runtime's coordinator runs OSP unchanged.

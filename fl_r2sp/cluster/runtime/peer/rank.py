@@ -1,6 +1,6 @@
 """Rank entry steps shared by the families without a parameter server (every rank a worker).
 
-The all-reduce family (:mod:`.reduce_rank`) and the DS-Sync family (:mod:`.dssync_rank`) join
+The all-reduce family (:mod:`..reduce.rank`) and the DS-Sync family (:mod:`..dssync.rank`) join
 and leave the job the same way and differ only in what a rank plays in between:
 
 * :func:`run_peer_rank` coerces and re-validates the run config, reads ``RANK`` /

@@ -1,7 +1,7 @@
 """What a worker of a family without a parameter server holds and does locally.
 
-The all-reduce family's :class:`~.reduce_worker.ReduceWorker` and the DS-Sync family's
-:class:`~.dssync_worker.DSSyncWorker` build the same local state (device, seeded model, the
+The all-reduce family's :class:`~..reduce.worker.ReduceWorker` and the DS-Sync family's
+:class:`~..dssync.worker.DSSyncWorker` build the same local state (device, seeded model, the
 flattened parameters they synchronise, a backup for failed reduces, a process-group cache, a
 seeded batch stream, the kill test hook) and take the same local SGD step on the flattened
 parameters, followed by the same emulated slowdown; :class:`PeerWorker` is that common part.

@@ -82,7 +82,7 @@ class Coordinator:
     ctx : RankContext
         Rank 0's context.
     policy : CoordinatorPolicy
-        A fresh policy (``make_policy``); its ``trace`` is written at the end.
+        A fresh policy (the scheme record's ``policy``); its ``trace`` is written at the end.
     shard : ShardState
         PS 0's shard: the coordinator reads each push's staleness from it.
     writer : ClusterRunWriter

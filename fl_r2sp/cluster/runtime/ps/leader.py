@@ -61,7 +61,7 @@ def run_leader(
     """Serve shard 0, coordinate, gather and write the run directory; return the summary.
 
     ``make_server(ctx, init_flat, on_lost)`` builds another shard server than
-    :class:`ParameterServer` (OSP's, :mod:`.osp_rank`); it needs ``state`` (with ``snapshot``,
+    :class:`ParameterServer` (OSP's, :mod:`..osp.rank`); it needs ``state`` (with ``snapshot``,
     ``wait_push``, ``lose``, ``abort``), ``start``, ``join``, ``report`` and may add
     ``summary_extra()`` entries to the summary.
     """

@@ -1,7 +1,7 @@
 """Entry of one rank of an all-reduce-family run (the rank entry dispatches here).
 
-Every rank is a worker (:mod:`.reduce_worker`); rank 0 also runs the controller thread
-(:mod:`.reduce_controller`) and writes the run directory: ``config.json``, ``workers.csv``
+Every rank is a worker (:mod:`.worker`); rank 0 also runs the controller thread
+(:mod:`.controller`) and writes the run directory: ``config.json``, ``workers.csv``
 (one row per worker round: ``compute_s``, ``blocking_s`` = wait in the ready queue,
 ``push_s`` = the reduce, ``build_s``, ``group``, ``group_size``, ``loss``; the phases run
 compute, wait, reduce), ``permissions.csv`` (the controller's decision trace: launches, and

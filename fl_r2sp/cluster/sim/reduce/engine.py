@@ -3,7 +3,7 @@
 Each worker cycles: compute one round (a draw from the trace) -> ready (``on_ready`` to the
 controller) -> wait in the queue -> weighted ring all-reduce with its group -> next round. The
 all-reduce takes the analytic ring time (:func:`~fl_r2sp.cluster.policies.reduce.ring_time`,
-true bandwidths) or runs as flows on :mod:`fl_r2sp.emulation` (:mod:`.reduce_flow`). The
+true bandwidths) or runs as flows on :mod:`fl_r2sp.emulation` (:mod:`.flow`). The
 controller sees estimated bandwidths (error e) and, for BPAWR, a warm or cold compute CDF.
 
 Tie-break at equal times: ring completions (flow mode) first, then (event-queue order) sync

@@ -3,8 +3,8 @@
 n workers on one non-blocking switch (contention only at the edges), each with an uplink and a
 downlink of b_i; model size v; per-step latency α; training stops after ``duration_s`` of
 virtual time. Defaults follow the paper (``docs/paper-notes.md`` §5.2): v = 500 MB (10^6 bytes),
-α = 1 ms, λ = 0.05, 20 Gbps maximum, 100 s. See :mod:`.reduce_workload` for the compute traces
-and the bandwidth draws, :mod:`.reduce_sim` for the event loop.
+α = 1 ms, λ = 0.05, 20 Gbps maximum, 100 s. See :mod:`.workload` for the compute traces
+and the bandwidth draws, :mod:`.engine` for the event loop.
 """
 
 from __future__ import annotations
