@@ -1,7 +1,8 @@
 """The one scheme table of the cluster mode: scheme name -> everything that runs it.
 
-Each row (:class:`Scheme`) names a scheme's frozen parameter record class, its rank entry
-point, its virtual-time twin and its command-line flags (its family's shared flags, and a PS
+Each row (:class:`Scheme`) names a scheme's frozen parameter record class, its family (run
+config, rank entry), a PS scheme's play function, its virtual-time twin and its command-line
+flags (its family's shared flags, and a PS
 record's own :meth:`~fl_r2sp.cluster.policies.common.params.PSParams.add_flags` /
 ``from_flags``); the policy builder of a parameter-server scheme is its record's
 :meth:`~fl_r2sp.cluster.policies.common.params.PSParams.policy`.
@@ -19,7 +20,6 @@ config builder, its one-line description) and one row per scheme here.
 from __future__ import annotations
 
 import argparse
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,12 +54,16 @@ RankEntry = Callable[..., "dict[str, Any] | None"]
 
 @dataclass(frozen=True)
 class Family:
-    """What the schemes of one runtime share on the command line.
+    """What the schemes of one runtime share: run config, rank entry, command-line flags.
 
     Attributes
     ----------
     title : str
         Help-group title, also named in the message that refuses a misplaced flag.
+    config : type
+        The family's run config class (the rank entry finds the family by it).
+    rank : callable
+        The family's rank entry (:data:`RankEntry`): joins the job and plays the run.
     add_flags : callable
         ``add_flags(group)`` adds the flags every scheme of the family reads.
     build : callable
@@ -74,6 +78,8 @@ class Family:
     """
 
     title: str
+    config: type
+    rank: RankEntry
     add_flags: Callable[[argparse._ArgumentGroup], None]
     build: Callable[[argparse.Namespace, ClusterConfig, frozenset[str]], RunConfig]
     describe: Callable[[Any], str]
@@ -89,21 +95,24 @@ class Scheme:
     name : str
         The ``--scheme`` value.
     family : Family
-        The runtime that runs it.
+        The runtime that runs it (its run config, rank entry and shared flags).
     params : type
         Its frozen parameter record class (a :class:`PSParams` subclass for a
-        parameter-server scheme; the family's record, e.g. :class:`ReduceParams`, otherwise).
-    rank : callable
-        Its rank entry point (:data:`RankEntry`).
+        parameter-server scheme, which also adds the scheme's own flags; the family's record,
+        e.g. :class:`ReduceParams`, otherwise).
     twin : callable
         Its virtual-time twin (PS: :func:`~fl_r2sp.cluster.sim.ps.engine.simulate`).
+    play : callable or None, default None
+        A parameter-server scheme's play function (:data:`~fl_r2sp.cluster.runtime.ps.rank.Play`),
+        which the PS family's rank entry runs on every rank; None in a serverless family, whose
+        rank entry plays every scheme of the family.
     """
 
     name: str
     family: Family
     params: type[Any]
-    rank: RankEntry
     twin: Callable[..., Any]
+    play: Play | None = None
 
     @property
     def ps_params(self) -> type[PSParams] | None:
@@ -116,18 +125,48 @@ def read_ps_config(data: dict[str, Any]) -> ClusterConfig:
     return ClusterConfig.from_dict(data, ps_records())
 
 
-PS_FAMILY = Family("parameter-server", ps_cli.add_flags, ps_cli.build, ps_cli.describe,
-                   read_ps_config)  # fmt: skip
-REDUCE_FAMILY = Family("all-reduce family", reduce_cli.add_flags, reduce_cli.build,
-                       reduce_cli.describe, ReduceRunConfig.from_dict)  # fmt: skip
-DSSYNC_FAMILY = Family("DS-Sync family", dssync_cli.add_flags, dssync_cli.build,
-                       dssync_cli.describe, DSSyncRunConfig.from_dict)  # fmt: skip
+def run_ps_scheme(config: ClusterConfig, *where: Any) -> dict[str, Any] | None:
+    """The PS family's rank entry: :func:`run_ps_rank` with the play function of the config's
+    scheme row (``where``: init_method, rank, world_size, local_rank)."""
+    play = scheme(config.scheme_name).play
+    if play is None:
+        raise ValueError(f"scheme {config.scheme_name!r} has no parameter-server play function")
+    return run_ps_rank(config, *where, play=play)
+
+
+PS_FAMILY = Family(
+    "parameter-server",
+    ClusterConfig,
+    run_ps_scheme,
+    ps_cli.add_flags,
+    ps_cli.build,
+    ps_cli.describe,
+    read_ps_config,
+)
+REDUCE_FAMILY = Family(
+    "all-reduce family",
+    ReduceRunConfig,
+    run_reduce_rank,
+    reduce_cli.add_flags,
+    reduce_cli.build,
+    reduce_cli.describe,
+    ReduceRunConfig.from_dict,
+)
+DSSYNC_FAMILY = Family(
+    "DS-Sync family",
+    DSSyncRunConfig,
+    run_dssync_rank,
+    dssync_cli.add_flags,
+    dssync_cli.build,
+    dssync_cli.describe,
+    DSSyncRunConfig.from_dict,
+)
 
 
 def ps_row(name: str, record: type[PSParams], play: Play = play_ps) -> Scheme:
-    """The row of a parameter-server scheme: its record, the PS rank entry with ``play``
-    (default: the runtime's PS roles), the PS twin."""
-    return Scheme(name, PS_FAMILY, record, functools.partial(run_ps_rank, play=play), simulate)
+    """The row of a parameter-server scheme: its record, the PS twin, and ``play`` (default:
+    the runtime's PS roles)."""
+    return Scheme(name, PS_FAMILY, record, simulate, play)
 
 
 #: Scheme name -> its row. The first row's family is the CLI's default group.
@@ -140,16 +179,28 @@ SCHEMES: dict[str, Scheme] = {
     "osp": ps_row("osp", OSPParams, play_osp),
     "osp-s": ps_row("osp-s", OSPParams, play_osp),
     "osp-c": ps_row("osp-c", OSPParams, play_osp),
-    **{
-        name: Scheme(name, REDUCE_FAMILY, ReduceParams, run_reduce_rank, run_reduce_sim)
-        for name in ("allreduce", "partial", "selective")
-    },  # fmt: skip
-    "dssync": Scheme("dssync", DSSYNC_FAMILY, DSSyncParams, run_dssync_rank, dssync_time),
-    "hierarchical": Scheme(
-        "hierarchical", DSSYNC_FAMILY, DSSyncParams, run_dssync_rank, hierarchical_time
-    ),  # fmt: skip
-    "gossip": Scheme("gossip", DSSYNC_FAMILY, DSSyncParams, run_dssync_rank, gossip_time),
+    "allreduce": Scheme("allreduce", REDUCE_FAMILY, ReduceParams, run_reduce_sim),
+    "partial": Scheme("partial", REDUCE_FAMILY, ReduceParams, run_reduce_sim),
+    "selective": Scheme("selective", REDUCE_FAMILY, ReduceParams, run_reduce_sim),
+    "dssync": Scheme("dssync", DSSYNC_FAMILY, DSSyncParams, dssync_time),
+    "hierarchical": Scheme("hierarchical", DSSYNC_FAMILY, DSSyncParams, hierarchical_time),
+    "gossip": Scheme("gossip", DSSYNC_FAMILY, DSSyncParams, gossip_time),
 }
+
+
+def family_of(config: object) -> Family:
+    """The family whose run config ``config`` is (a DS-Sync run of its own all-reduce
+    baseline, ``DSSyncRunConfig(scheme="allreduce")``, is the DS-Sync family's).
+
+    Raises
+    ------
+    TypeError
+        If no family of the table runs such a config.
+    """
+    for family in families():
+        if isinstance(config, family.config):
+            return family
+    raise TypeError(f"no scheme family runs a {type(config).__name__}")
 
 
 def families() -> list[Family]:

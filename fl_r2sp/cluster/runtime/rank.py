@@ -1,4 +1,4 @@
-"""Entry point of one rank: look the scheme up in the scheme table and run its rank entry.
+"""Entry point of one rank: look the run's family up in the scheme table and run its rank entry.
 
 Two ways in:
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from fl_r2sp.cluster.runtime.cli import config_from_args
 from fl_r2sp.cluster.runtime.common.run_config import RunConfig
-from fl_r2sp.cluster.schemes import scheme
+from fl_r2sp.cluster.schemes import family_of
 
 
 def run_rank(
@@ -40,16 +40,15 @@ def run_rank(
     Parameters
     ----------
     config : RunConfig
-        The run configuration of any family; its scheme's row
-        (:data:`fl_r2sp.cluster.schemes.SCHEMES`) names the rank entry, which validates it
-        again.
+        The run configuration of any family; its family in the scheme table
+        (:func:`fl_r2sp.cluster.schemes.family_of`) names the rank entry, which validates it
+        again (a parameter-server scheme's then plays its row's ``play``).
     init_method : str or None, default None
         ``torch.distributed`` init method (None: ``env://``, as set by torchrun/elastic).
     rank, world_size, local_rank : int or None
         Default to ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (0) from the environment.
     """
-    entry = scheme(config.scheme_name).rank
-    return entry(config, init_method, rank, world_size, local_rank)
+    return family_of(config).rank(config, init_method, rank, world_size, local_rank)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
