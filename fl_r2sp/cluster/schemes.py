@@ -2,9 +2,8 @@
 
 Each row (:class:`Scheme`) names a scheme's frozen parameter record class, its family (run
 config, rank entry), a PS scheme's play function, its virtual-time twin and its command-line
-flags (its family's shared flags, and a PS
-record's own :meth:`~fl_r2sp.cluster.policies.common.params.PSParams.add_flags` /
-``from_flags``); the policy builder of a parameter-server scheme is its record's
+flags (its family's shared flags, and a PS record's own ``add_flags`` / ``from_flags``); the
+policy builder of a parameter-server scheme is its record's
 :meth:`~fl_r2sp.cluster.policies.common.params.PSParams.policy`.
 The CLI (:mod:`fl_r2sp.cluster.runtime.cli`: ``--scheme`` choices, help groups, flag
 ownership), the rank entry (:func:`fl_r2sp.cluster.runtime.rank.run_rank`) and the config
@@ -13,8 +12,9 @@ reader (:attr:`Family.read`) all read :data:`SCHEMES`; none of them names a sche
 Adding a parameter-server scheme: its policy and record in ``policies/ps/<scheme>.py`` (the
 record subclasses :class:`~fl_r2sp.cluster.policies.common.params.PSParams`), one
 :func:`ps_row` here, and its tests. Adding a scheme family: its packages under
-``policies/``, ``runtime/`` and ``sim/``, one :class:`Family` (its shared flags, its run
-config builder, its one-line description) and one row per scheme here.
+``policies/``, ``runtime/`` and ``sim/``, one :class:`Family` (its run config class, rank
+entry, shared flags, run-config builder, one-line description, config reader) and one row per
+scheme here.
 """
 
 from __future__ import annotations
