@@ -1,1 +1,1 @@
-"""dssync."""
+"""DS-Sync: group patterns, the baselines' patterns and schedules, pattern checks, regrouping."""

@@ -1,1 +1,1 @@
-"""common."""
+"""What the cluster twins share: typed events and their dispatch."""

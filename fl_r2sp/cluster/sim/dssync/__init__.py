@@ -1,1 +1,1 @@
-"""dssync."""
+"""DS-Sync's flow-level twin: communication time per iteration in racks."""

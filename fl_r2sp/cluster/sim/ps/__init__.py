@@ -1,1 +1,1 @@
-"""ps."""
+"""The parameter-server twin: spec, event loop, result, replay of recorded reports."""
