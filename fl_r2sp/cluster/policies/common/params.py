@@ -121,3 +121,19 @@ def check_fraction(name: str, value: object, low_open: bool) -> None:
         ok = (v > 0.0 if low_open else v >= 0.0) and v <= 1.0
     if not ok:
         raise ValueError(f"{name} must lie in {'(' if low_open else '['}0, 1], got {value!r}")
+
+
+class KnoblessParams(PSParams):
+    """The record of a scheme without knobs: :meth:`make` builds ``policy_class(N, batch)``.
+
+    Attributes
+    ----------
+    policy_class : type, class attribute
+        The scheme's policy, constructed as ``policy_class(num_workers, batch_size)``.
+    """
+
+    policy_class: ClassVar[type[TracedPolicy]]
+
+    def make(self, num_workers: int, batch_size: int) -> TracedPolicy:
+        """A ``policy_class`` for ``num_workers`` workers."""
+        return self.policy_class(num_workers, batch_size)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
-from fl_r2sp.cluster.policies.common.params import PSParams
+from fl_r2sp.cluster.policies.common.params import KnoblessParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
@@ -36,16 +36,8 @@ class ASPPolicy(TracedPolicy):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ASPParams(PSParams):
-    """ASP's record: no knobs (asynchronous parallel).
-
-    Parameters
-    ----------
-    scheme : str, default "asp"
-    """
+class ASPParams(KnoblessParams):
+    """ASP's record (asynchronous parallel): its name only."""
 
     scheme: str = "asp"
-
-    def make(self, num_workers: int, batch_size: int) -> ASPPolicy:
-        """A :class:`ASPPolicy` for ``num_workers`` workers."""
-        return ASPPolicy(num_workers, batch_size)
+    policy_class: ClassVar[type[TracedPolicy]] = ASPPolicy

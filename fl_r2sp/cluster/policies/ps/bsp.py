@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
-from fl_r2sp.cluster.policies.common.params import PSParams
+from fl_r2sp.cluster.policies.common.params import KnoblessParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
@@ -63,16 +63,8 @@ class BSPPolicy(TracedPolicy):
 
 
 @dataclass(frozen=True, kw_only=True)
-class BSPParams(PSParams):
-    """BSP's record: no knobs (bulk-synchronous parallel).
-
-    Parameters
-    ----------
-    scheme : str, default "bsp"
-    """
+class BSPParams(KnoblessParams):
+    """BSP's record (bulk-synchronous parallel): its name only."""
 
     scheme: str = "bsp"
-
-    def make(self, num_workers: int, batch_size: int) -> BSPPolicy:
-        """A :class:`BSPPolicy` for ``num_workers`` workers."""
-        return BSPPolicy(num_workers, batch_size)
+    policy_class: ClassVar[type[TracedPolicy]] = BSPPolicy
