@@ -22,9 +22,9 @@ import sys
 import time
 
 from fl_r2sp.cluster.policies.reduce import ReduceParams
-from fl_r2sp.cluster.sim.reduce_result import summarize_trials
-from fl_r2sp.cluster.sim.reduce_sim import run_reduce_sim
-from fl_r2sp.cluster.sim.reduce_spec import ReduceSimSpec
+from fl_r2sp.cluster.sim.reduce.engine import run_reduce_sim
+from fl_r2sp.cluster.sim.reduce.result import summarize_trials
+from fl_r2sp.cluster.sim.reduce.spec import ReduceSimSpec
 
 GOAL_S = 60.0
 SCHEMES = ("allreduce", "partial", "selective")

@@ -3,7 +3,7 @@
 Forks ``--ranks`` bare gloo processes on this machine. Every rank draws the same sequence of
 ``--groups`` random member sets of size ``--p`` (a shared seed) and the members of each set
 reduce a ``--mb`` MB float32 vector with
-:func:`~fl_r2sp.cluster.runtime.subgroups.weighted_allreduce` on a ``ProcessGroupGloo`` built
+:func:`~fl_r2sp.cluster.runtime.peer.subgroups.weighted_allreduce` on a ``ProcessGroupGloo`` built
 on a ``PrefixStore`` (the runtime's way). Three regimes:
 
 * ``cached``: the controller-side :class:`GroupRegistry` (capacity 64) plans every group, so a
@@ -39,7 +39,7 @@ import torch
 import torch.distributed as dist
 
 from fl_r2sp.cluster.runtime.local import free_port
-from fl_r2sp.cluster.runtime.subgroups import GroupRegistry, SubgroupCache, weighted_allreduce
+from fl_r2sp.cluster.runtime.peer.subgroups import GroupRegistry, SubgroupCache, weighted_allreduce
 
 REGIMES: dict[str, int] = {"cached": 64, "uncached": 0, "leak": -1}
 

@@ -48,10 +48,10 @@ import torch.distributed as dist
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.models import build_model, param_count
-from fl_r2sp.cluster.policies.params import SchemeParams
+from fl_r2sp.cluster.runtime.common.protocol import HEADER
+from fl_r2sp.cluster.runtime.common.throttle import TokenBucket, recv_chunked, send_chunked
 from fl_r2sp.cluster.runtime.launcher import launch
-from fl_r2sp.cluster.runtime.protocol import HEADER
-from fl_r2sp.cluster.runtime.throttle import TokenBucket, recv_chunked, send_chunked
+from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.telemetry import read_rows
 
 RESULT = "BENCH-RESULT "
@@ -209,7 +209,7 @@ def part_a(args: argparse.Namespace, runs: Path, msg_bytes: int) -> dict[str, fl
     """(a) runtime (ASP, zero compute) vs raw gloo, same message and worker count."""
     n, iters = args.a_workers, args.a_iterations
     zero = tuple((0.0,) * (iters + 1) for _ in range(n))
-    cfg = _base(args, runs, workers=n, scheme=SchemeParams("asp"), max_iterations=iters + 1,
+    cfg = _base(args, runs, workers=n, scheme=scheme_params("asp"), max_iterations=iters + 1,
                 scripted_compute=zero)  # fmt: skip
     raw_times: list[float] = []
     our_times: list[float] = []
@@ -227,7 +227,7 @@ def part_b(args: argparse.Namespace, runs: Path) -> dict[str, float]:
     """(b) BSP vs R²SP mean iteration time, 1 PS + N workers, PS link capped."""
     out: dict[str, float] = {}
     for scheme in ("bsp", "r2sp"):
-        cfg = _base(args, runs, workers=args.b_workers, scheme=SchemeParams(scheme),
+        cfg = _base(args, runs, workers=args.b_workers, scheme=scheme_params(scheme),
                     max_iterations=args.iterations + args.skip,
                     server_bandwidth_mb_s=args.bandwidth)  # fmt: skip
         out[f"{scheme}_iter_s"] = statistics.fmean(runtime_iteration_times(cfg, args.skip))
@@ -246,7 +246,7 @@ def part_c(args: argparse.Namespace) -> dict[str, Any]:
 def part_d(args: argparse.Namespace, runs: Path) -> dict[int, dict[str, float]]:
     """(d) ``--d-workers`` workers sharing ``--d-devices`` on ResNet-32 (ASP, unthrottled):
     per worker, samples/s over its whole iterations and over its compute time alone."""
-    cfg = _base(args, runs, workers=args.d_workers, scheme=SchemeParams("asp"),
+    cfg = _base(args, runs, workers=args.d_workers, scheme=scheme_params("asp"),
                 model="resnet32", dataset=args.d_dataset, batch_size=args.d_batch_size,
                 max_iterations=args.d_iterations + 1, devices=tuple(args.d_devices.split(",")),
                 data_dir=args.data_dir)  # fmt: skip

@@ -492,7 +492,7 @@ out = {}
 import fl_r2sp.strategies as strategies
 for info in pkgutil.iter_modules(strategies.__path__, "fl_r2sp.strategies."):
     importlib.import_module(info.name)
-import fl_r2sp.cluster.policies.base
+import fl_r2sp.cluster.policies.common.base
 out["after_policies"] = sorted(m for m in ("flwr", "torch", "fl_r2sp.flower") if m in sys.modules)
 from fl_r2sp.strategies import FLR2SP, BSP, ASP, FedAsync, FedBuff
 out["reexport"] = [c.__module__ + "." + c.__name__ for c in (FLR2SP, BSP, ASP, FedAsync, FedBuff)]

@@ -2,8 +2,8 @@
 
 Eight worker processes on this machine (gloo) in two racks, ``mlp-wide`` (1.23 M parameters,
 4.9 MB in fp32: the network dominates) on the synthetic set, every scheme on the DS-Sync
-runtime (:mod:`fl_r2sp.cluster.runtime.dssync_rank`) with the same seeds, data streams and
-iteration count. Links (:func:`~fl_r2sp.cluster.runtime.dssync_config.scenario`): every NIC
+runtime (:mod:`fl_r2sp.cluster.runtime.dssync.rank`) with the same seeds, data streams and
+iteration count. Links (:func:`~fl_r2sp.cluster.runtime.dssync.config.scenario`): every NIC
 and rack uplink nominally ``--link-rate`` MB/s; a link shared with the background job gets half
 (S1: both uplinks and worker 4's NIC, racks 5 + 3; S2: both uplinks, racks 4 + 4; S3: nothing,
 4 + 4). Schemes: all-reduce BSP (AR), hierarchical AR, gossip (exponential graph), DS-Sync
@@ -52,8 +52,8 @@ from typing import Any
 from experiments.dssync.twin import METHODS, PAPER, twin_times, verdict
 from experiments.dssync.twin import scenario as twin_scenario
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies.dssync_regroup import DSSyncParams
-from fl_r2sp.cluster.runtime.dssync_config import DSSyncRunConfig, scenario
+from fl_r2sp.cluster.policies.dssync.regroup import DSSyncParams
+from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig, scenario
 from fl_r2sp.cluster.runtime.local import run_local
 
 #: Our scheme names -> the paper's method names (METHODS); "dssync-static": ablation.
@@ -192,7 +192,7 @@ def twin_ms(args: dict[str, Any]) -> dict[tuple[str, str], float]:
     times scaled from its 20 Gb/s links to ``link_rate`` MB/s, per-flow latency set to 0 (it
     would scale too). The network alone: no CPU cost, no gloo latency."""
     from fl_r2sp.cluster.models import build_model, param_count
-    from fl_r2sp.cluster.sim.dssync_sim import GBPS, dssync_time
+    from fl_r2sp.cluster.sim.dssync.engine import GBPS, dssync_time
 
     nbytes = 4.0 * param_count(build_model(MODEL))
     out = {}

@@ -33,7 +33,7 @@ Usage: ``python -m experiments.dssync.twin``.
 
 from __future__ import annotations
 
-from fl_r2sp.cluster.sim.dssync_sim import (
+from fl_r2sp.cluster.sim.dssync.engine import (
     RackNet,
     dssync_time,
     gossip_time,

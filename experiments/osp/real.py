@@ -39,7 +39,7 @@ from typing import Any
 from experiments.r2sp_cluster.real.runs import cached_run, mean, publish, ratio, write_item
 from experiments.r2sp_cluster.twin.setting import BAND, claim, figure, save, verdict
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params
 
 ITEM = "osp_real"
 LABELS = ("bsp", "r2sp", "osp-s", "osp-s-fixed", "osp-c-fixed")
@@ -59,11 +59,11 @@ LEARNED = 0.2
 def config(label: str, seed: int) -> ClusterConfig:
     """The run of ``label`` (see the module docstring)."""
     scheme = label.removesuffix("-fixed")
-    osp: dict[str, Any] = {"osp_epoch_iterations": EPOCH_ITERATIONS} if "osp" in label else {}
+    osp: dict[str, Any] = {"epoch_iterations": EPOCH_ITERATIONS} if "osp" in label else {}
     if label.endswith("-fixed"):
-        osp.update(osp_budget="fixed", osp_fixed_mb=1e6)  # capped at 80% of the model
+        osp.update(budget="fixed", fixed_mb=1e6)  # capped at 80% of the model
     return ClusterConfig(
-        workers=4, servers=1, scheme=SchemeParams(scheme, **osp), model="resnet32",
+        workers=4, servers=1, scheme=scheme_params(scheme, **osp), model="resnet32",
         dataset="synthetic", batch_size=16, lr=0.05, max_iterations=40, loss_threshold=2.2,
         server_bandwidth_mb_s=BANDWIDTH_MB_S, seed=seed, eval_samples=512, progress_s=0.0,
         plots=False, timeout_s=120.0, run_timeout_s=600.0,

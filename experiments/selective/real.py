@@ -34,7 +34,7 @@ from typing import Any
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.reduce import ReduceParams
 from fl_r2sp.cluster.runtime.local import run_local
-from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
+from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 
 SCHEMES = ("allreduce", "partial", "selective")
 #: Seconds of emulated compute per round, per worker (two stragglers).

@@ -65,7 +65,7 @@ def selective_lines(root: Path) -> list[str]:
         "## Cluster mode: selective reduce against partial and all reduce (simulations)",
         "",
         "The selective-reduce paper is simulation-only, and so is this section: the "
-        "all-reduce-family controllers run in virtual time (`fl_r2sp.cluster.sim.reduce_sim`, "
+        "all-reduce-family controllers run in virtual time (`fl_r2sp.cluster.sim.reduce.engine`, "
         "`python -m experiments.selective.run`); nothing is trained. The setup and our choices are "
         "in `experiments/report/selective/REPORT.md` and `experiments/selective/trials.py`; "
         "real runs of the same controllers on this machine are in the README (cluster mode).",

@@ -2,7 +2,7 @@
 
 Reproduces Figs. 5–6 (vs n), 7 (wasted wait), 8 (p/n), 9 (η), 10 (θ), 13 (λ) and 14 (α) of
 "Progress and Bandwidth Aware Partial Model Synchronization With Selective Reduce" with the
-virtual-time simulator :mod:`fl_r2sp.cluster.sim.reduce_sim` (min / median / max over 20 trials;
+virtual-time simulator :mod:`fl_r2sp.cluster.sim.reduce.engine` (min / median / max over 20 trials;
 setup, our choices and the verdict rules in :mod:`experiments.selective.trials`), plus one
 item of ours (``compute``: the ratios when compute takes 1x, 3x, 10x longer).
 

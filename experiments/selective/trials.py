@@ -1,6 +1,6 @@
 """Shared setup of the selective-reduce experiments: paper numbers, trials, verdict rules.
 
-These are **simulations** (the paper is simulation-only): :mod:`fl_r2sp.cluster.sim.reduce_sim`
+These are **simulations** (the paper is simulation-only): :mod:`fl_r2sp.cluster.sim.reduce.engine`
 runs the all-reduce-family controllers in virtual time. Nothing is trained.
 
 Setup (the paper's, ``docs/paper-notes.md`` §5.2): n workers, v = 500 MB (10^6 bytes), per-worker
@@ -11,7 +11,7 @@ the analytic formula (the flow-level mode agrees on these disjoint groups, see t
 
 Our choices, fixed before running (the paper gives none of them; not tuned toward any figure):
 
-* Compute times: synthetic proxies of the two traces (:mod:`fl_r2sp.cluster.sim.reduce_workload`:
+* Compute times: synthetic proxies of the two traces (:mod:`fl_r2sp.cluster.sim.reduce.workload`:
   CNN narrow ~0.32 s with a slow tail; Transformer broad, right-skewed, ~0.31 s). The real
   traces exist only as CDF figures.
 * Δt = 0.1 s; no periodic full sync (c not given); warm start (the trace distribution known in
@@ -57,9 +57,9 @@ import numpy as np
 from experiments.common.markdown_cells import short
 from experiments.common.run_cache import write_csv
 from fl_r2sp.cluster.policies.reduce import ReduceParams
-from fl_r2sp.cluster.sim.reduce_result import summarize_trials
-from fl_r2sp.cluster.sim.reduce_sim import run_reduce_sim
-from fl_r2sp.cluster.sim.reduce_spec import ReduceSimSpec
+from fl_r2sp.cluster.sim.reduce.engine import run_reduce_sim
+from fl_r2sp.cluster.sim.reduce.result import summarize_trials
+from fl_r2sp.cluster.sim.reduce.spec import ReduceSimSpec
 
 N_VALUES = (40, 80, 120, 160, 200)
 TRIALS = 20

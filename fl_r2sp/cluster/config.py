@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fl_r2sp.cluster.policies.params import SchemeParams
+from fl_r2sp.cluster.policies.common.params import PSParams, check_int
+from fl_r2sp.cluster.policies.ps.r2sp import R2SPParams
 
 #: Integers travel in float32 message headers, which represent them exactly below 2**24.
 HEADER_INT_LIMIT = 2**24
@@ -36,8 +38,9 @@ class ClusterConfig:
     servers : int [1]
         S, number of parameter-server ranks; each holds an equal contiguous shard of the
         flattened parameters (S <= number of parameters).
-    scheme : SchemeParams [SchemeParams("r2sp")]
-        Coordination scheme and its knobs (r, EMA weight, SSP bound, tuning, SAFA knobs).
+    scheme : PSParams [R2SPParams()]
+        The parameter-server scheme's record: its name and knobs (one record class per
+        scheme, listed in the scheme table :mod:`fl_r2sp.cluster.schemes`).
     model, dataset : str ["resnet32", "cifar10"]
         Names from :mod:`fl_r2sp.cluster.models` and :mod:`fl_r2sp.cluster.data`.
     data_dir : str [""]
@@ -93,7 +96,7 @@ class ClusterConfig:
 
     workers: int = 4
     servers: int = 1
-    scheme: SchemeParams = field(default_factory=lambda: SchemeParams("r2sp"))
+    scheme: PSParams = field(default_factory=R2SPParams)
     model: str = "resnet32"
     dataset: str = "cifar10"
     data_dir: str = ""
@@ -123,7 +126,12 @@ class ClusterConfig:
     def world_size(self) -> int:
         """S + N ranks: parameter servers first, then workers (OSP-C: N, each PS in the
         process of a worker)."""
-        return self.workers if self.scheme.scheme == "osp-c" else self.servers + self.workers
+        return self.workers if self.scheme.colocated else self.servers + self.workers
+
+    @property
+    def scheme_name(self) -> str:
+        """The ``--scheme`` this run plays (the scheme table's key)."""
+        return self.scheme.scheme
 
     def validate(self, check_model: bool = True) -> ClusterConfig:
         """Check every field; return ``self`` so calls chain.
@@ -142,10 +150,7 @@ class ClusterConfig:
         self.scheme.validate()
         self._check_numbers()
         self._check_per_worker()
-        if self.scheme.scheme.startswith("osp"):
-            from fl_r2sp.cluster.runtime.osp_rank import check_osp_config
-
-            check_osp_config(self)
+        self.scheme.check_job(self.workers, self.servers, self.momentum)
         bad = [d for d in self.devices if not _DEVICE.match(d)]
         if not self.devices or bad:
             raise ValueError(f"devices must be cpu, cuda or cuda:<i>, got {list(self.devices)}")
@@ -180,9 +185,9 @@ class ClusterConfig:
             "chunk_kb",
             "threads",
         ):
-            _check_int(name, getattr(self, name), 1)
+            check_int(name, getattr(self, name), 1)
         for name in ("max_train", "seed", "eval_samples"):
-            _check_int(name, getattr(self, name), 0)
+            check_int(name, getattr(self, name), 0)
         for name in ("workers", "batch_size", "max_iterations"):
             if getattr(self, name) >= HEADER_INT_LIMIT:
                 raise ValueError(f"{name} must be < 2**24 (float32 message headers)")
@@ -225,21 +230,41 @@ class ClusterConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (the scheme as a nested dict); inverse of :meth:`from_dict`."""
         out = dataclasses.asdict(self)
-        out["scheme"] = {k: _json_float(v) for k, v in out["scheme"].items()}
+        out["scheme"] = {k: json_float(v) for k, v in out["scheme"].items()}
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ClusterConfig:
-        """Rebuild a config from :meth:`to_dict`'s output (unknown keys raise)."""
+    def from_dict(
+        cls, data: dict[str, Any], records: Mapping[str, type[PSParams]] | None = None
+    ) -> ClusterConfig:
+        """Rebuild a config from :meth:`to_dict`'s output (unknown keys raise).
+
+        Parameters
+        ----------
+        data : dict
+            :meth:`to_dict`'s output.
+        records : mapping or None, default None
+            Scheme name -> record class (the scheme table's, through
+            :func:`fl_r2sp.cluster.schemes.config_from_dict`); needed when ``data`` holds a
+            scheme, which then must be one of them.
+
+        Raises
+        ------
+        ValueError
+            On an unknown key or scheme.
+        """
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown cluster config keys {unknown}")
         kwargs = dict(data)
-        if "scheme" in kwargs and isinstance(kwargs["scheme"], dict):
-            kwargs["scheme"] = SchemeParams(
-                **{k: _unjson_float(v) for k, v in kwargs["scheme"].items()}
-            )
+        if isinstance(kwargs.get("scheme"), dict):
+            knobs = {k: unjson_float(v) for k, v in kwargs["scheme"].items()}
+            record = (records or {}).get(knobs.get("scheme", ""))
+            if record is None:
+                known_schemes = sorted(records or {})
+                raise ValueError(f"unknown scheme {knobs.get('scheme')!r} in {known_schemes}")
+            kwargs["scheme"] = record(**knobs)
         for name in ("compute_multipliers", "iteration_delays", "devices"):
             if name in kwargs:
                 kwargs[name] = tuple(kwargs[name])
@@ -253,11 +278,6 @@ def num_classes_of(dataset: str) -> int:
     from fl_r2sp.cluster.data import SEQ_VOCAB
 
     return SEQ_VOCAB if dataset in ("copy", "reverse") else 10
-
-
-def _check_int(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 def _check_float(
@@ -278,10 +298,11 @@ def _check_float(
         raise ValueError(f"{name} must be a finite number in {lo}{low}, {high}{hi}, got {value!r}")
 
 
-def _json_float(v: Any) -> Any:
-    # JSON has no infinity; SAFA's default deadline is inf.
+def json_float(v: Any) -> Any:
+    """``inf`` as the string "inf" (JSON has no infinity; SAFA's default deadline is inf)."""
     return "inf" if isinstance(v, float) and math.isinf(v) else v
 
 
-def _unjson_float(v: Any) -> Any:
+def unjson_float(v: Any) -> Any:
+    """Inverse of :func:`json_float`."""
     return math.inf if v == "inf" else v

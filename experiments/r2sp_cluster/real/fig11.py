@@ -25,13 +25,13 @@ from experiments.r2sp_cluster.real.runs import (
 )
 from experiments.r2sp_cluster.twin.setting import claim
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params
 
 
 def fig11_config(tuning: str, seed: int) -> ClusterConfig:
     """Fig. 11's R²SP run with ``tuning``: ResNet-32 / CIFAR-10 on cluster-B multipliers."""
     return config(
-        workers=4, servers=1, scheme=SchemeParams("r2sp", tuning=tuning), model="resnet32",
+        workers=4, servers=1, scheme=scheme_params("r2sp", tuning=tuning), model="resnet32",
         dataset="cifar10", max_train=10_000, batch_size=16, lr=0.05, max_iterations=40,
         loss_threshold=2.2, compute_multipliers=multipliers(("g2.2x", "p2.x", "g3.4x", "g3.4x")),
         seed=seed, timeout_s=240.0, run_timeout_s=360.0,  # loading CIFAR-10 takes a while

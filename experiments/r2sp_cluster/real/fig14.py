@@ -25,12 +25,12 @@ from experiments.r2sp_cluster.real.runs import (
 )
 from experiments.r2sp_cluster.twin.setting import claim
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params
 
 
 def fig14_config(label: str, seed: int) -> ClusterConfig:
     """Fig. 14's run ``label`` (bsp, safa, r2sp+tuning): transformer, injected delays."""
-    params = SchemeParams("r2sp", tuning="idle") if label == "r2sp+tuning" else SchemeParams(label)
+    params = scheme_params("r2sp", tuning="idle") if label == "r2sp+tuning" else scheme_params(label)
     return config(
         workers=len(FIG14_DELAYS), servers=1, scheme=params, model="transformer",
         dataset="copy", batch_size=32, lr=0.04, max_iterations=50, loss_threshold=2.1,

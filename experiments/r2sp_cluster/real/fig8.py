@@ -25,13 +25,13 @@ from experiments.r2sp_cluster.real.runs import (
 )
 from experiments.r2sp_cluster.twin.setting import claim
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params
 
 
 def fig8_config(scheme: str, seed: int) -> ClusterConfig:
     """Fig. 8's run of ``scheme``: mlp-wide, 4 workers, 1 PS throttled to 20 MB/s."""
     return config(
-        workers=4, servers=1, scheme=SchemeParams(scheme), model="mlp-wide", dataset="synthetic",
+        workers=4, servers=1, scheme=scheme_params(scheme), model="mlp-wide", dataset="synthetic",
         batch_size=32, lr=0.01, max_iterations=40, loss_threshold=1.0,
         server_bandwidth_mb_s=20.0, seed=seed,
     )  # fmt: skip

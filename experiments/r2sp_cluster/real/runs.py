@@ -11,8 +11,8 @@ Measures of one run (computed from its ``workers.csv``, :func:`analyse`):
 * **iteration_s**: mean span of an iteration (permission wait + pull + compute + push) over the
   rows with iteration >= 1 (iteration 0 carries every worker's first contact);
 * **iterations to target**: the runtime's convergence rule replayed on the rows in order of
-  their push times (:class:`~fl_r2sp.cluster.runtime.convergence.ConvergenceTracker`: the mean
-  of the live workers' latest batch losses below the target for 10 iterations' worth of
+  their push times (:class:`~fl_r2sp.cluster.runtime.common.convergence.ConvergenceTracker`: the
+  mean of the live workers' latest batch losses below the target for 10 iterations' worth of
   pushes); the pushes up to that point divided by N, and the samples they used;
 * **time to target**: the push time of that point, from the first iteration's start.
 
@@ -41,7 +41,7 @@ from typing import Any
 from experiments.common.run_cache import write_csv, write_json
 from experiments.r2sp_cluster.twin.setting import verdict
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.convergence import ConvergenceTracker
+from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
 from fl_r2sp.cluster.telemetry import read_rows
 
 #: Paper (cluster figures; docs/paper-notes.md §3.5): R²SP's iteration is ~30% shorter than

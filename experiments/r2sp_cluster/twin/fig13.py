@@ -23,7 +23,7 @@ from experiments.r2sp_cluster.twin.setting import (
     save,
     write_item,
 )
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params
 
 R_VALUES = tuple(round(0.1 * i, 1) for i in range(11))
 
@@ -37,7 +37,7 @@ def fig13(out: Path) -> dict[str, Any]:
     for jitter in JITTERS:
         for r in R_VALUES:
             spec = cluster_a(
-                "vgg16", SchemeParams("r2sp", gap_factor=r), "table1", 200, jitter_cv=jitter
+                "vgg16", scheme_params("r2sp", gap_factor=r), "table1", 200, jitter_cv=jitter
             )
             res = run_seeds(spec)
             it, it_sd = mean_of(res, lambda x: x.mean_iteration_time(SKIP))

@@ -27,7 +27,7 @@ from experiments.r2sp_cluster.twin.setting import (
     write_item,
 )
 from experiments.r2sp_cluster.twin.table3 import samples_per_s
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.sim import TwinSpec
 
 FIG14_SCHEMES = (
@@ -44,7 +44,7 @@ def transformer_spec(scheme: str, tuning: str, iterations: int = 80) -> TwinSpec
     """Fig. 14's setup on the twin (see the module docstring)."""
     bw = 12500 * MB  # 100 Gbit/s
     return TwinSpec(
-        params=SchemeParams(scheme, tuning=tuning),
+        params=scheme_params(scheme, tuning=tuning),
         num_workers=8,
         num_servers=2,
         model_bytes=60.5e6 * 4,

@@ -39,7 +39,8 @@ import numpy as np
 
 from experiments.common.markdown_cells import short
 from experiments.common.run_cache import mean_std, write_csv, write_json
-from fl_r2sp.cluster.policies import SchemeParams
+from fl_r2sp.cluster.policies.common.params import PSParams
+from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.sim import TwinResult, TwinSpec, simulate
 
 MB = 1e6
@@ -92,7 +93,7 @@ def link_bps(model: str, profile: str) -> float:
 
 def cluster_a(
     model: str,
-    scheme: str | SchemeParams,
+    scheme: str | PSParams,
     profile: str = "table1",
     iterations: int = 60,
     seed: int = 0,
@@ -100,7 +101,7 @@ def cluster_a(
     jitter_cv: float = JITTER_CV,
 ) -> TwinSpec:
     """Cluster A: 16 homogeneous workers, 4 PS (Figs. 8, 9, 12, 13)."""
-    params = SchemeParams(scheme) if isinstance(scheme, str) else scheme
+    params = scheme_params(scheme) if isinstance(scheme, str) else scheme
     bw = link_bps(model, profile) * bandwidth_scale
     return TwinSpec(
         params=params,

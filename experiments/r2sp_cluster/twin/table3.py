@@ -29,7 +29,8 @@ from experiments.r2sp_cluster.twin.setting import (
     verdict,
     write_item,
 )
-from fl_r2sp.cluster.policies import SchemeParams, idle_rule
+from fl_r2sp.cluster.policies.ps.tuning import idle_rule
+from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.sim import TwinResult, TwinSpec
 
 TYPES = [t for t, v in TABLE3.items() for _ in range(int(v["count"]))]
@@ -38,7 +39,7 @@ TYPES = [t for t, v in TABLE3.items() for _ in range(int(v["count"]))]
 def cluster_b(tuning: str, iterations: int = 80) -> TwinSpec:
     """Cluster B running R²SP (r = 0.8) with the given tuning rule."""
     return TwinSpec(
-        params=SchemeParams("r2sp", tuning=tuning),
+        params=scheme_params("r2sp", tuning=tuning),
         num_workers=8,
         num_servers=2,
         model_bytes=TABLE1["resnet32"]["bytes"],

@@ -1,83 +1,15 @@
-"""Coordinator policies of the cluster mode: BSP, ASP, SSP, R²SP (with batch tuning), SAFA.
+"""Coordinator policies of the cluster mode, by scheme family: plain-Python decisions.
 
-:func:`make_policy` builds one from validated :class:`SchemeParams`; the runtime and the
-virtual-time twin call the same object through the :class:`CoordinatorPolicy` protocol
-(:mod:`fl_r2sp.cluster.policies.base`). Every policy records its decisions in ``trace``.
+* ``common/``: the policy contract (:mod:`.common.base`), decision tracing
+  (:mod:`.common.trace`) and the base of every parameter-server scheme's record
+  (:mod:`.common.params`);
+* ``ps/``: the parameter-server schemes BSP, ASP, SSP, R²SP (with batch tuning) and SAFA, one
+  module each holding the policy and its record;
+* ``osp/``: OSP's layer choice, LGP rule, ICS budget, coordinator and record;
+* ``reduce/``: the all-reduce family's controllers (all reduce, partial, selective);
+* ``dssync/``: DS-Sync's group patterns, baselines and regrouping.
+
+The runtime and the virtual-time twin call the same policy objects; the scheme table
+(:mod:`fl_r2sp.cluster.schemes`) names each scheme's record. No torch.distributed, no sleeps,
+no wall-clock reads and no global RNG here (the architecture test checks this folder).
 """
-
-from __future__ import annotations
-
-from fl_r2sp.cluster.policies._trace import TracedPolicy
-from fl_r2sp.cluster.policies.asp import ASPPolicy
-from fl_r2sp.cluster.policies.base import CoordinatorPolicy, Permission, PushReport
-from fl_r2sp.cluster.policies.bsp import BSPPolicy
-from fl_r2sp.cluster.policies.osp_coordinator import OSP_POLICIES, OSPCoordinatorPolicy
-from fl_r2sp.cluster.policies.params import OSP_SCHEMES, SCHEMES, SchemeParams
-from fl_r2sp.cluster.policies.r2sp import R2SPPolicy
-from fl_r2sp.cluster.policies.safa import SAFAPolicy
-from fl_r2sp.cluster.policies.ssp import SSPPolicy
-from fl_r2sp.cluster.policies.tuning import BatchTuner, idle_rule, proportional_rule
-
-__all__ = [
-    "SCHEMES",
-    "ASPPolicy",
-    "BSPPolicy",
-    "BatchTuner",
-    "OSPCoordinatorPolicy",
-    "CoordinatorPolicy",
-    "Permission",
-    "PushReport",
-    "R2SPPolicy",
-    "SAFAPolicy",
-    "SSPPolicy",
-    "SchemeParams",
-    "TracedPolicy",
-    "idle_rule",
-    "make_policy",
-    "proportional_rule",
-]
-
-
-def make_policy(params: SchemeParams, num_workers: int, batch_size: int) -> TracedPolicy:
-    """Build the coordinator policy of ``params.scheme`` for ``num_workers`` workers.
-
-    Parameters
-    ----------
-    params : SchemeParams
-        Scheme and knobs (validated here).
-    num_workers : int
-        N >= 1.
-    batch_size : int
-        Initial batch size of every worker (>= 1).
-
-    Raises
-    ------
-    ValueError
-        On a bad knob, N < 1 or a batch size < 1.
-    """
-    params.validate()
-    if params.scheme in OSP_SCHEMES:
-        return OSP_POLICIES[params.scheme](num_workers, batch_size)
-    if params.scheme == "bsp":
-        return BSPPolicy(num_workers, batch_size)
-    if params.scheme == "asp":
-        return ASPPolicy(num_workers, batch_size)
-    if params.scheme == "ssp":
-        return SSPPolicy(num_workers, batch_size, params.ssp_bound)
-    if params.scheme == "r2sp":
-        return R2SPPolicy(
-            num_workers,
-            batch_size,
-            params.gap_factor,
-            params.ema_weight,
-            params.tuning,
-            params.tuning_warmup,
-            params.t_measure,
-        )
-    return SAFAPolicy(
-        num_workers,
-        batch_size,
-        params.safa_staleness_bound,
-        params.safa_quorum,
-        params.safa_deadline_s,
-    )

@@ -1,13 +1,15 @@
 """The real cluster runtime on torch.distributed (gloo): parameter servers, workers, coordinator.
 
-Modules: :mod:`.protocol` (wire format and store keys), :mod:`.shard` (a shard and its update
-rule), :mod:`.server` (a PS rank's per-worker threads), :mod:`.coordinator` (the policy on the
-wall clock), :mod:`.worker` (Algorithm 1's worker loop), :mod:`.leader` (rank 0 and the run
-directory), :mod:`.rank` (entry of one rank; ``torchrun -m fl_r2sp.cluster.runtime.rank``),
+Entry modules here: :mod:`.rank` (entry of one rank; ``torchrun -m
+fl_r2sp.cluster.runtime.rank``: it looks the scheme up in :mod:`fl_r2sp.cluster.schemes`),
 :mod:`.launcher` (the one-machine elastic launcher), :mod:`.local` (all ranks as plain
-processes, no elastic agent: tests and benchmarks), :mod:`.cli` (flags), :mod:`.links` (a
-worker's transfers to every shard), :mod:`.convergence` (the stop rule), :mod:`.throttle`
-(token bucket and chunked transfers).
+processes, no elastic agent: tests and benchmarks), :mod:`.cli` (flags).
+
+Packages by scheme family: ``ps/`` (shards, servers, the coordinator thread, Algorithm 1's
+worker, rank 0's leader, the PS rank entry), ``osp/`` (OSP's roles on the PS runtime),
+``reduce/`` and ``dssync/`` (the serverless families, on the shared steps of ``peer/``), and
+``common/`` (wire protocol, store helpers, throttling, the convergence rule, joining and leaving
+a job, the run-config protocol).
 
 Fault behaviour (also in the README, "Cluster mode"):
 

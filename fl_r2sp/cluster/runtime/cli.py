@@ -1,10 +1,11 @@
 """Command-line flags of the cluster mode (shared by the launcher and the torchrun entry).
 
-``--scheme`` picks a *family* from :data:`FAMILIES`: the parameter-server schemes (this
-module's PS flags, a :class:`ClusterConfig`) or the all-reduce family (:mod:`.reduce_cli`, a
-:class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig`); the rank entry dispatches on
-the config's type. A family owns its flags: one typed with another family's scheme is refused
-(exit 2) instead of being silently ignored. A new runtime adds one :class:`SchemeFamily` row.
+``--scheme`` picks a row of the scheme table (:data:`fl_r2sp.cluster.schemes.SCHEMES`); its
+family's flags (a help group per family, holding the family's shared flags and its schemes'
+record flags) build the family's run config: a :class:`ClusterConfig` for a parameter-server
+scheme, a ``ReduceRunConfig`` or ``DSSyncRunConfig`` otherwise. A family owns its flags: one
+typed with another family's scheme is refused (exit 2) instead of being silently ignored.
+Nothing here names a scheme: a new one is a new table row.
 
 No flag is a prefix of one of torchrun's own flags (``torchrun`` would otherwise take it as an
 abbreviation of its flag and fail with "ambiguous option"); a test checks this against
@@ -14,63 +15,13 @@ torchrun's parser.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Sequence
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.policies.params import SCHEMES, T_MEASURES, TUNING_RULES, SchemeParams
-from fl_r2sp.cluster.policies.reduce import REDUCE_SCHEMES
-from fl_r2sp.cluster.runtime import dssync_cli, osp_cli, reduce_cli
-from fl_r2sp.cluster.runtime.cli_values import parse_floats as _floats
-
-
-class RunConfig(Protocol):
-    """What the launchers need of any family's run configuration."""
-
-    @property
-    def world_size(self) -> int:
-        """Ranks the run starts."""
-        ...
-
-    @property
-    def run_timeout_s(self) -> float:
-        """Wall limit of the run, s."""
-        ...
-
-    def validate(self, check_model: bool = True) -> Any:
-        """Raise ValueError on a bad field; return the config."""
-        ...
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict that :func:`fl_r2sp.cluster.runtime.rank.run_rank` accepts."""
-        ...
-
-
-@dataclass(frozen=True)
-class SchemeFamily:
-    """One runtime: its schemes, its own flags, and how a run config is built from them.
-
-    Attributes
-    ----------
-    title : str
-        Help-group title, also named in the message that refuses a misplaced flag.
-    schemes : tuple of str
-        ``--scheme`` values it runs (a scheme belongs to one family).
-    add_flags : callable
-        ``add_flags(group)`` adds the family's flags.
-    build : callable
-        ``build(ns, base, given) -> RunConfig`` (not yet validated); ``given`` holds the
-        dests the user typed; raises ValueError on a bad combination.
-    describe : callable
-        ``describe(cfg) -> str``: the one-line announcement of the run.
-    """
-
-    title: str
-    schemes: tuple[str, ...]
-    add_flags: Callable[[argparse._ArgumentGroup], None]
-    build: Callable[[argparse.Namespace, ClusterConfig, frozenset[str]], Any]
-    describe: Callable[[Any], str]
+from fl_r2sp.cluster.policies.common.params import PSParams
+from fl_r2sp.cluster.runtime.common.cli_values import parse_floats as _floats
+from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.schemes import SCHEMES, Family, families, names_of, scheme
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -78,25 +29,34 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def build_parser(prog: str = "python -m fl_r2sp.cluster") -> argparse.ArgumentParser:
-    """The argument parser; defaults are :class:`ClusterConfig`'s and :class:`SchemeParams`'."""
+    """The argument parser; defaults are :class:`ClusterConfig`'s and the scheme records'."""
     p = argparse.ArgumentParser(
         prog=prog,
         allow_abbrev=False,
         description="Data-parallel training on torch.distributed (gloo): parameter servers with "
-        "BSP, ASP, SSP, R²SP or SAFA coordination, or decentralised all reduce, partial reduce "
-        "and selective reduce.",
+        "BSP, ASP, SSP, R²SP, SAFA or OSP coordination, or decentralised all reduce, partial "
+        "reduce, selective reduce and DS-Sync.",
     )
     _job_flags(p.add_argument_group("job"), ClusterConfig())
     _emulation_flags(p.add_argument_group("emulation and limits"), ClusterConfig())
-    for family in FAMILIES:
-        family.add_flags(p.add_argument_group(f"{family.title} ({', '.join(family.schemes)})"))
+    for family in families():
+        title = f"{family.title} ({', '.join(names_of(family))})"
+        _family_flags(p.add_argument_group(title), family)
     return p
+
+
+def _family_flags(g: argparse._ArgumentGroup, family: Family) -> None:
+    """The family's shared flags, then each of its record classes' own flags (once each)."""
+    family.add_flags(g)
+    records = [row.ps_params for row in SCHEMES.values() if row.family is family]
+    for record in dict.fromkeys(r for r in records if r is not None):
+        record.add_flags(g)
 
 
 def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a = g.add_argument
-    a("--scheme", choices=[s for f in FAMILIES for s in f.schemes], default="r2sp",
-      help="coordination scheme [r2sp]")  # fmt: skip
+    a("--scheme", choices=list(SCHEMES), default=d.scheme_name,
+      help=f"coordination scheme [{d.scheme_name}]")  # fmt: skip
     a("--workers", type=int, default=d.workers, help=f"N worker ranks [{d.workers}]")
     a("--model", default=d.model, help=f"mlp, mlp-wide, resnet32, alexnet, vgg16, transformer "
                                        f"[{d.model}]")  # fmt: skip
@@ -113,32 +73,6 @@ def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
       help=f"iterations below the threshold [{d.convergence_window}]")  # fmt: skip
     a("--seed", type=int, default=d.seed, help=f"seed [{d.seed}]")
     a("--run-dir", default=d.run_dir, help=f"parent of the run directory [{d.run_dir}]")
-
-
-def _ps_flags(g: argparse._ArgumentGroup) -> None:
-    d, sp = ClusterConfig(), SchemeParams("r2sp")
-    a = g.add_argument
-    a("--servers", type=int, default=d.servers, help=f"S parameter servers [{d.servers}]")
-    a("--momentum", type=float, default=d.momentum, help=f"PS momentum [{d.momentum}]")
-    a("--server-bandwidth", type=float, default=d.server_bandwidth_mb_s,
-      help="cap on each PS's ingress and egress, MB/s (0 = unlimited) [0]")  # fmt: skip
-    a("--eval-samples", type=int, default=d.eval_samples,
-      help=f"test examples evaluated at the end (0 = none) [{d.eval_samples}]")  # fmt: skip
-    a("--progress", type=float, default=d.progress_s,
-      help=f"seconds between progress lines (0 = quiet) [{d.progress_s:.0f}]")  # fmt: skip
-    a("--no-plots", action="store_true", help="do not draw gantt.png / gaps.png")
-    a("--gap-factor", type=float, default=sp.gap_factor, help=f"R²SP r [{sp.gap_factor}]")
-    a("--ema-weight", type=float, default=sp.ema_weight, help=f"R²SP EMA weight [{sp.ema_weight}]")
-    a("--t-measure", choices=T_MEASURES, default=sp.t_measure, help="R²SP T estimate [active]")
-    a("--tuning", choices=TUNING_RULES, default=sp.tuning, help="R²SP batch tuning [none]")
-    a("--tuning-warmup", type=int, default=sp.tuning_warmup,
-      help=f"iterations before tuning [{sp.tuning_warmup}]")  # fmt: skip
-    a("--ssp-bound", type=int, default=sp.ssp_bound, help=f"SSP bound s [{sp.ssp_bound}]")
-    a("--safa-staleness-bound", type=int, default=sp.safa_staleness_bound,
-      help=f"SAFA lag tolerance [{sp.safa_staleness_bound}]")  # fmt: skip
-    a("--safa-quorum", type=float, default=sp.safa_quorum, help=f"SAFA quorum [{sp.safa_quorum}]")
-    a("--safa-deadline", type=float, default=sp.safa_deadline_s, help="SAFA round deadline s [inf]")
-    osp_cli.add_flags(g)
 
 
 def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
@@ -161,15 +95,12 @@ def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
 
 
 def _base_config(ns: argparse.Namespace) -> ClusterConfig:
-    """The shared knobs; PS scheme knobs only for a PS scheme (others keep the defaults)."""
-    scheme = SchemeParams(
-        ns.scheme, gap_factor=ns.gap_factor, ema_weight=ns.ema_weight, ssp_bound=ns.ssp_bound,
-        tuning=ns.tuning, tuning_warmup=ns.tuning_warmup, t_measure=ns.t_measure,
-        safa_staleness_bound=ns.safa_staleness_bound, safa_quorum=ns.safa_quorum,
-        safa_deadline_s=ns.safa_deadline, **osp_cli.scheme_kwargs(ns),
-    ) if ns.scheme in SCHEMES else ClusterConfig().scheme  # fmt: skip
+    """The shared knobs; the scheme's record for a PS scheme (others keep the default)."""
+    record = scheme(ns.scheme).ps_params
+    params: PSParams = (record.from_flags(ns.scheme, ns) if record is not None
+                        else ClusterConfig().scheme)  # fmt: skip
     return ClusterConfig(
-        workers=ns.workers, servers=ns.servers, scheme=scheme, model=ns.model,
+        workers=ns.workers, servers=ns.servers, scheme=params, model=ns.model,
         dataset=ns.dataset, data_dir=ns.data_dir, max_train=ns.max_train,
         batch_size=ns.batch_size, lr=ns.lr, momentum=ns.momentum, max_iterations=ns.iterations,
         loss_threshold=ns.loss_threshold, convergence_window=ns.convergence_window,
@@ -181,39 +112,12 @@ def _base_config(ns: argparse.Namespace) -> ClusterConfig:
     )  # fmt: skip
 
 
-def _describe_ps(cfg: ClusterConfig) -> str:
-    return (f"{cfg.scheme.scheme}: {cfg.servers} PS + {cfg.workers} workers, {cfg.model} on "
-            f"{cfg.dataset}, {cfg.max_iterations} iterations per worker")  # fmt: skip
-
-
-#: The scheme table: one row per runtime (the first is the default family).
-FAMILIES: tuple[SchemeFamily, ...] = (
-    SchemeFamily("parameter-server", SCHEMES, _ps_flags, lambda ns, b, g: b, _describe_ps),
-    SchemeFamily("all-reduce family", REDUCE_SCHEMES, *reduce_cli.FAMILY_HOOKS),
-    SchemeFamily("DS-Sync family", dssync_cli.CLI_SCHEMES, *dssync_cli.FAMILY_HOOKS),
-)
-
-
-def family_of(scheme: str) -> SchemeFamily:
-    """The family that runs ``scheme``.
-
-    Raises
-    ------
-    ValueError
-        If no family, or more than one, lists it.
-    """
-    found = [f for f in FAMILIES if scheme in f.schemes]
-    if len(found) != 1:
-        raise ValueError(f"scheme {scheme!r} is run by {len(found)} families (need exactly 1)")
-    return found[0]
-
-
-def _owners() -> dict[str, SchemeFamily]:
+def _owners() -> dict[str, Family]:
     """Flag dest -> the family that owns it (shared flags are in no family)."""
-    owners: dict[str, SchemeFamily] = {}
-    for family in FAMILIES:
+    owners: dict[str, Family] = {}
+    for family in families():
         group = argparse.ArgumentParser(add_help=False).add_argument_group()
-        family.add_flags(group)
+        _family_flags(group, family)
         owners.update({action.dest: family for action in group._group_actions})
     return owners
 
@@ -226,27 +130,27 @@ def given_flags(argv: Sequence[str] | None = None) -> frozenset[str]:
     return frozenset(vars(shadow.parse_args(argv)))
 
 
-def config_from_namespace(ns: argparse.Namespace, given: frozenset[str] = frozenset()) -> Any:
+def config_from_namespace(ns: argparse.Namespace, given: frozenset[str] = frozenset()) -> RunConfig:
     """Turn parsed flags into a (not yet validated) run config of ``ns.scheme``'s family.
 
     ``given`` (:func:`given_flags`) names the flags the user typed; one owned by another
     family, or refused by the family's ``build``, raises ValueError. A PS scheme gives a
     :class:`ClusterConfig`, an all-reduce-family scheme a ``ReduceRunConfig``.
     """
-    family = family_of(ns.scheme)
+    family = scheme(ns.scheme).family
     owners = _owners()
     for dest in sorted(given):
         owner = owners.get(dest)
         if owner is not None and owner is not family:
             flag = "--" + dest.replace("_", "-")
-            owned = f"the {owner.title} schemes ({', '.join(owner.schemes)})"
+            owned = f"the {owner.title} schemes ({', '.join(names_of(owner))})"
             raise ValueError(f"{flag} applies to {owned}, not to --scheme {ns.scheme}")
     return family.build(ns, _base_config(ns), given)
 
 
-def describe(cfg: RunConfig, scheme: str) -> str:
-    """The one-line announcement of a run of ``scheme``."""
-    return str(family_of(scheme).describe(cfg))
+def describe(cfg: RunConfig, name: str) -> str:
+    """The one-line announcement of a run of scheme ``name``."""
+    return str(scheme(name).family.describe(cfg))
 
 
 def parse(argv: Sequence[str] | None = None) -> tuple[RunConfig, argparse.Namespace]:

@@ -28,7 +28,8 @@ import uuid
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.cli import RunConfig
+from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.rank import run_rank
 
 LAUNCHER_GRACE_S = 120.0
 
@@ -94,7 +95,7 @@ def launch(cfg: RunConfig, start_method: str = "forkserver") -> dict[str, Any]:
     ----------
     cfg : RunConfig
         The run: a :class:`ClusterConfig` (parameter servers) or another family's config,
-        e.g. a :class:`~fl_r2sp.cluster.runtime.reduce_config.ReduceRunConfig`.
+        e.g. a :class:`~fl_r2sp.cluster.runtime.reduce.config.ReduceRunConfig`.
     start_method : str, default "forkserver"
         How the agent starts rank processes: "forkserver" (one server process imports torch,
         ranks fork from it: ~5x faster start on a small machine), "spawn" or "fork".
@@ -109,8 +110,6 @@ def launch(cfg: RunConfig, start_method: str = "forkserver") -> dict[str, Any]:
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    from fl_r2sp.cluster.runtime.rank import run_rank
 
     cfg.validate()
     preflight(cfg)
@@ -133,7 +132,7 @@ def launch(cfg: RunConfig, start_method: str = "forkserver") -> dict[str, Any]:
     backstop.daemon = True
     backstop.start()
     try:
-        results = elastic_launch(lc, run_rank)(cfg.to_dict())
+        results = elastic_launch(lc, run_rank)(cfg)
     except ChildFailedError as exc:
         raise ClusterRunError(describe_failures(cfg, exc.failures)) from None
     except SignalException as exc:

@@ -18,9 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.dssync_config import DSSyncRunConfig
-from fl_r2sp.cluster.runtime.reduce_config import ReduceRunConfig
+from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.rank import run_rank
 
 #: Seconds the runner waits beyond ``run_timeout_s`` before it kills ranks that are left.
 KILL_GRACE_S = 90.0
@@ -52,18 +51,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _rank_main(cfg: dict[str, Any], url: str, rank: int, world: int, env: dict[str, str],
+def _rank_main(cfg: RunConfig, url: str, rank: int, world: int, env: dict[str, str],
                out: Any) -> None:  # fmt: skip
     os.environ.update(env)
-    from fl_r2sp.cluster.runtime.rank import run_rank
-
     summary = run_rank(cfg, init_method=url, rank=rank, world_size=world, local_rank=rank)
     if summary is not None:
         out.put(summary)
 
 
 def run_local(
-    cfg: ClusterConfig | ReduceRunConfig | DSSyncRunConfig,
+    cfg: RunConfig,
     env: dict[str, str] | None = None,
     start_method: str = "forkserver",
 ) -> LocalRun:
@@ -71,8 +68,8 @@ def run_local(
 
     Parameters
     ----------
-    cfg : ClusterConfig, ReduceRunConfig or DSSyncRunConfig
-        The run (a PS run, an all-reduce-family run, or a DS-Sync-family run).
+    cfg : RunConfig
+        The run of any family (a ``ClusterConfig``, ``ReduceRunConfig``, ``DSSyncRunConfig``).
     env : dict or None, default None
         Extra environment variables of every rank (e.g. the worker kill hook).
     start_method : str, default "forkserver"
@@ -88,7 +85,7 @@ def run_local(
     procs = [
         ctx.Process(
             target=_rank_main,
-            args=(cfg.to_dict(), url, r, cfg.world_size, env or {}, out),
+            args=(cfg, url, r, cfg.world_size, env or {}, out),
             name=f"cluster-rank{r}",
         )
         for r in range(cfg.world_size)

@@ -7,9 +7,9 @@ hardware efficiency only (iteration times, blocking, inter-update gaps): nothing
 
 from __future__ import annotations
 
-from fl_r2sp.cluster.sim.engine import Twin, simulate
-from fl_r2sp.cluster.sim.replay import replay
-from fl_r2sp.cluster.sim.result import ROW_FIELDS, ZERO_GAP_S, TwinResult
-from fl_r2sp.cluster.sim.spec import TwinSpec
+from fl_r2sp.cluster.sim.ps.engine import Twin, simulate
+from fl_r2sp.cluster.sim.ps.replay import replay
+from fl_r2sp.cluster.sim.ps.result import ROW_FIELDS, ZERO_GAP_S, TwinResult
+from fl_r2sp.cluster.sim.ps.spec import TwinSpec
 
 __all__ = ["ROW_FIELDS", "ZERO_GAP_S", "Twin", "TwinResult", "TwinSpec", "replay", "simulate"]

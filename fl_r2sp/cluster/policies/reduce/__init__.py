@@ -3,7 +3,7 @@
 All reduce (BSP), partial reduce (Miao et al., SIGMOD'21) and selective reduce (partial reduce
 plus BAG and BPAWR, "Progress and Bandwidth Aware Partial Model Synchronization With Selective
 Reduce"; ``docs/paper-notes.md`` §5). The contract is in :mod:`.base`; the runtime and the
-simulator (:mod:`fl_r2sp.cluster.sim.reduce_sim`) drive the same objects.
+simulator (:mod:`fl_r2sp.cluster.sim.reduce.engine`) drive the same objects.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The contract of the all-reduce-family controllers: ready workers in, groups to reduce out.
 
 A *reduce controller* decides which ready workers run a (weighted) ring all-reduce together,
-and when. Like the PS coordinator policies (:mod:`fl_r2sp.cluster.policies.base`) it is plain
+and when. Like the PS coordinator policies (:mod:`fl_r2sp.cluster.policies.common.base`) it is plain
 Python: it never reads a clock and never sleeps; the caller (the runtime's controller thread or
-the simulator :mod:`fl_r2sp.cluster.sim.reduce_sim`) stamps every event with ``now``.
+the simulator :mod:`fl_r2sp.cluster.sim.reduce.engine`) stamps every event with ``now``.
 
 Event protocol
 --------------

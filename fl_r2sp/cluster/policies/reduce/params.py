@@ -5,7 +5,7 @@ Defaults and where they come from (``docs/paper-notes.md`` §5):
 * ``p_fraction`` = 0.3: the selective-reduce paper's p = 0.3n (p = round(0.3n), at least 1).
 * ``eta`` η = 0.3 and ``theta`` θ = 1: the paper's defaults for BAG and BPAWR.
 * ``delta_t`` Δt = 0.1 s: **ours**. The paper gives no value; 0.1 s is about a third of the
-  mean compute round of the synthetic traces (``fl_r2sp.cluster.sim.reduce_workload``), fixed
+  mean compute round of the synthetic traces (``fl_r2sp.cluster.sim.reduce.workload``), fixed
   before any result was seen.
 * ``full_sync_every`` c = None: no periodic full all-reduce (the paper gives no value).
 * ``hazard`` = "paper": the probability that a worker ``t`` seconds into its round is ready

@@ -1,0 +1,1 @@
+"""DS-Sync: group patterns, the baselines' patterns and schedules, pattern checks, regrouping."""

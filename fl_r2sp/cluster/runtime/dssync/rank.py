@@ -1,0 +1,204 @@
+"""Entry of one rank of a DS-Sync-family run (the rank entry dispatches here).
+
+Every rank is a worker (:mod:`.worker`); rank 0 also decides the plan at every period
+boundary (:func:`~.plan.decide`) and writes the run directory: ``config.json``,
+``workers.csv`` (one row per worker iteration: ``compute_s``, ``push_s`` = the
+synchronisation, ``group``, ``group_size``, ``sent_bytes``, ``ok``, ``loss``),
+``permissions.csv`` (one row per boundary: live workers, generation, bottlenecks found),
+``run.json``, ``summary.json``, ``final_params.pt`` (``flat``: the world average of the EMA
+copies, the run's model; ``model_avg``: the world average of the models; ``model``: worker 0's
+own parameters) and ``COMPLETE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import math
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from fl_r2sp.cluster.config import num_classes_of
+from fl_r2sp.cluster.models import build_model
+from fl_r2sp.cluster.runtime.common.context import new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.common.job import leave
+from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
+from fl_r2sp.cluster.runtime.dssync.plan import Plan, View, decide
+from fl_r2sp.cluster.runtime.dssync.worker import (
+    GO_KEY,
+    DSSyncWorker,
+    exchange_boundary,
+    plan_key,
+    report_key,
+    up_key,
+)
+from fl_r2sp.cluster.runtime.peer.rank import initial_flat, open_run, run_peer_rank
+from fl_r2sp.cluster.telemetry import ClusterRunWriter
+
+
+def run_dssync_rank(
+    config: object,
+    init_method: str | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    local_rank: int | None = None,
+) -> dict[str, Any] | None:
+    """Run one rank; rank 0 returns the run summary, the others None.
+
+    Parameters as :func:`fl_r2sp.cluster.runtime.rank.run_rank`; ``config`` is a
+    :class:`DSSyncRunConfig` or its :meth:`~DSSyncRunConfig.to_dict` (``WORLD_SIZE`` must equal
+    the number of workers).
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is neither.
+    """
+    return run_peer_rank(config, DSSyncRunConfig, _play, init_method, rank, world_size, local_rank)
+
+
+def _play(cfg: DSSyncRunConfig, rank: int, local_rank: int) -> dict[str, Any] | None:
+    base = cfg.base
+    flat = initial_flat(base)
+    store = new_store()
+    # The tag names the run's shared-uplink store keys; only rank 0's is published.
+    info = open_run(store, base, cfg.scheme, rank, {"tag": uuid.uuid4().hex[:12]})
+    worker = DSSyncWorker(cfg, rank, local_rank, flat, store, float(info["epoch"]), info["tag"])
+    set_json(store, up_key(rank), {})
+    if rank != 0:
+        wait_get(store, GO_KEY, base.timeout_s, delete=False)
+        wait_s = cfg.boundary_timeout_s + base.timeout_s
+        try:
+            if worker.run(lambda b, rep: exchange_boundary(store, rank, b, rep, wait_s)):
+                worker.final_average()
+        except Exception as exc:  # rank 0 went silent or the final average failed: leave
+            print(f"[worker {rank}] stopped: {type(exc).__name__}: {exc}", flush=True)
+        leave(store, rank, cfg.world_size, set())
+        return None
+    lead = Lead(cfg, store, Path(info["run_dir"]), flat.numel())
+    summary = lead.run(worker)
+    leave(store, rank, cfg.world_size, set(range(cfg.world_size)) - set(worker.plan.live))
+    return summary
+
+
+class Lead:
+    """Rank 0's extra duties: start, boundary decisions, rows, the run directory."""
+
+    def __init__(self, cfg: DSSyncRunConfig, store: Any, run_dir: Path, num_params: int) -> None:
+        self.cfg, self.store, self.run_dir, self.num_params = cfg, store, run_dir, num_params
+        self.rows: list[dict[str, Any]] = []
+        self.trace: list[dict[str, Any]] = []
+        self.plan = Plan(tuple(range(cfg.world_size)))
+        self.t0 = 0.0
+
+    def run(self, worker: DSSyncWorker) -> dict[str, Any]:
+        """Start the workers, train, average, evaluate, write the run directory."""
+        base, error = self.cfg.base, None
+        (self.run_dir / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2) + "\n")
+        final: tuple[torch.Tensor, torch.Tensor] | None = None
+        try:
+            self.store.wait([up_key(w) for w in range(self.cfg.world_size)],
+                            datetime.timedelta(seconds=base.timeout_s))  # fmt: skip
+            self.t0 = worker.now()
+            set_json(self.store, GO_KEY, {})
+            if worker.run(self.boundary):
+                final = worker.final_average()
+        except Exception as exc:  # reported in the summary
+            error = f"{type(exc).__name__}: {exc}"
+        elapsed = worker.now() - self.t0
+        return self._close(worker, final, elapsed, error)
+
+    def boundary(self, b: int, report: dict[str, Any]) -> Plan:
+        """Collect the live workers' reports (bounded), decide, publish the next plan."""
+        reports = {0: report}
+        deadline = time.monotonic() + self.cfg.boundary_timeout_s
+        for w in self.plan.live:
+            if w == 0:
+                continue
+            left = max(0.001, deadline - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                reports[w] = wait_get(self.store, report_key(b, w), left)
+        for rep in reports.values():
+            self.rows.extend(rep.get("rows", []))
+        lost = sorted(set(self.plan.live) - set(reports))
+        params, scheme = self.cfg.params, self.cfg.scheme
+        plan = decide(reports, self.cfg.rack_map(), self.plan, scheme, params, self.cfg.regroup)
+        view = View(plan, self.cfg.rack_map(), scheme)
+        self.trace.append({
+            "event": "boundary", "at": reports[0].get("t", -1), "boundary": b,
+            "live": json.dumps(list(plan.live)), "lost": json.dumps(lost),
+            "generation": plan.generation,
+            "slow_racks": json.dumps(list(plan.bottlenecks.slow_racks)),
+            "delayed": json.dumps([plan.live[d] for d in plan.bottlenecks.delayed]),
+            "failed_syncs": sum(int(r.get("failed", 0)) for r in reports.values()),
+            "period": view.pattern.period,
+        })  # fmt: skip
+        set_json(self.store, plan_key(b), plan.to_json())
+        self.plan = plan
+        return plan
+
+    def _close(self, worker: DSSyncWorker, final: tuple[torch.Tensor, torch.Tensor] | None,
+               elapsed: float, error: str | None) -> dict[str, Any]:  # fmt: skip
+        base = self.cfg.base
+        writer = ClusterRunWriter(self.run_dir, config=self.cfg.to_dict())
+        for row in sorted(self.rows, key=lambda r: (r["t_start"], r["worker"])):
+            writer.worker_row(**row)
+        writer.trace_rows(self.trace)
+        summary: dict[str, Any] = {
+            "status": "failed" if error or final is None else "ok",
+            "error": error or (None if final is not None else "rank 0 was left out"),
+            "scheme": self.cfg.scheme, "workers": base.workers, "model": base.model,
+            "dataset": base.dataset, "parameters": self.num_params, "elapsed_s": elapsed,
+            "racks": [list(r) for r in self.cfg.rack_map()],
+            "nic_mb_s": list(self.cfg.nic_mb_s), "uplink_mb_s": list(self.cfg.uplink_mb_s),
+            "t_started": self.t0, "lost_workers": sorted(set(range(base.workers))
+                                                         - set(self.plan.live)),
+            **row_stats(self.rows), "boundaries": len(self.trace),
+            "last_boundary": self.trace[-1] if self.trace else None, "run_dir": str(self.run_dir),
+        }  # fmt: skip
+        if final is not None:
+            ema, avg = final
+            summary.update(self._evaluate(ema, "ema"))
+            summary.update(self._evaluate(avg, "avg"))
+            torch.save({"flat": ema, "model_avg": avg, "model": worker.flat.clone(),
+                        "model_name": base.model}, self.run_dir / "final_params.pt")  # fmt: skip
+        writer.close(summary)
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        return summary
+
+    def _evaluate(self, flat: torch.Tensor, name: str) -> dict[str, Any]:
+        base = self.cfg.base
+        if base.eval_samples <= 0 or base.scripted_compute:
+            return {}
+        from fl_r2sp.cluster.data import make_dataset
+        from fl_r2sp.cluster.runtime.ps.worker import evaluate
+
+        model = build_model(base.model, num_classes_of(base.dataset), base.seed)
+        nn.utils.vector_to_parameters(flat, [p for p in model.parameters() if p.requires_grad])
+        test = make_dataset(base.model, base.dataset, base.data_dir or None, base.seed,
+                            include_test=True, max_train=base.max_train).test  # fmt: skip
+        if test is None:
+            return {}
+        out = evaluate(model, test.x, test.y, base.eval_samples, torch.device("cpu"), base.seed)
+        return {f"{name}_{k}": v for k, v in out.items()}
+
+
+def row_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Communication time per iteration (successful syncs), iterations, failures, last loss."""
+    ok = [float(r["push_s"]) for r in rows if r.get("ok", True)]
+    last: dict[int, float] = {}
+    for r in sorted(rows, key=lambda r: r["iteration"]):
+        if not math.isnan(float(r["loss"])):
+            last[int(r["worker"])] = float(r["loss"])
+    return {
+        "iterations": len(rows), "failed_syncs": sum(1 for r in rows if not r.get("ok", True)),
+        "comm_ms_mean": 1e3 * sum(ok) / len(ok) if ok else None,
+        "comm_ms_median": 1e3 * sorted(ok)[len(ok) // 2] if ok else None,
+        "final_loss": sum(last.values()) / len(last) if last else None,
+    }  # fmt: skip

@@ -1,0 +1,233 @@
+"""A worker rank: wait for permission, pull, compute, push, request (Algorithm 1).
+
+Each iteration ``k``: wait for ``grant/<w>/<k>`` (its batch size rides on it; a stop message
+ends the loop), pull every shard (under BSP the pull asks for shard version ``k``, so a shard
+that is still applying the previous barrier answers once it has), compute the gradient of one
+batch on the worker's device, sleep the injected slowdown, push the gradient to every shard,
+then set ``req/<w>/<k>`` with the
+:class:`~fl_r2sp.cluster.policies.common.base.PushReport` fields and the telemetry of the iteration.
+
+Timing fields (seconds): ``blocking_s`` from the request (or the ready signal) to the
+permission, ``permission_s`` the permission's delivery latency (coordinator set -> worker
+read, same-machine clocks), ``pull_s``, ``compute_s`` (forward + backward, plus the
+compute-multiplier sleep and the injected delay: they emulate a slower machine), ``push_s``.
+
+Heterogeneity: with multiplier ``m`` the worker sleeps ``(m - 1)·c`` after a compute of ``c``
+seconds; ``iteration_delays[w]`` adds a fixed sleep. With ``scripted_compute`` the worker does
+not train: it sleeps the scripted time and pushes a zero gradient (loss NaN).
+
+Faults: if a transfer with a parameter server fails the worker sets the fatal key naming that
+server and leaves. The test hook ``FL_R2SP_CLUSTER_KILL="<worker>:<iteration>"`` makes that
+worker's process exit abruptly (``os._exit(17)``) right after its pull of that iteration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fl_r2sp.cluster.config import num_classes_of
+from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.runtime.common import protocol as P
+from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.ps.links import ShardUnreachable, WorkerLinks
+
+KILL_ENV = "FL_R2SP_CLUSTER_KILL"
+EVAL_BATCH = 500
+
+
+def worker_seed(seed: int, worker: int) -> int:
+    """Seed of worker ``worker``'s batch stream (tests rebuild the same batches from it)."""
+    return seed * 1_000_003 + 7919 * (worker + 1)
+
+
+def pick_device(devices: tuple[str, ...], worker: int, local_rank: int) -> torch.device:
+    """Worker ``worker``'s device: ``devices[worker % len]``; "cuda" = GPU local_rank % count.
+
+    Raises
+    ------
+    RuntimeError
+        If a CUDA device is asked for and not available.
+    """
+    name = devices[worker % len(devices)]
+    if name == "cpu":
+        return torch.device("cpu")
+    count = torch.cuda.device_count()
+    index = local_rank % max(count, 1) if name == "cuda" else int(name.split(":")[1])
+    if not torch.cuda.is_available() or index >= count:
+        raise RuntimeError(f"worker {worker}: device {name!r} not available ({count} GPUs seen)")
+    return torch.device("cuda", index)
+
+
+class Worker:
+    """State of one worker rank (model, data, links) and its loop (:meth:`run`)."""
+
+    def __init__(self, ctx: RankContext, barrier: bool) -> None:
+        cfg = ctx.cfg
+        self.ctx, self.cfg, self.barrier = ctx, cfg, barrier
+        self.w = ctx.rank - cfg.servers
+        self.device = pick_device(cfg.devices, self.w, ctx.local_rank)
+        self.model = build_model(cfg.model, num_classes_of(cfg.dataset), cfg.seed).to(self.device)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.flat = torch.zeros(ctx.num_params)
+        self.grad = torch.zeros(ctx.num_params)
+        self.links = WorkerLinks(self.w, ctx.bounds, ctx.throttled, cfg.chunk_kb)
+        self.store = new_store()
+        self.data: Any = None
+        self.stream: Any = None
+        if not cfg.scripted_compute:
+            from fl_r2sp.cluster.data import BatchStream, make_dataset
+
+            self.data = make_dataset(
+                cfg.model,
+                cfg.dataset,
+                cfg.data_dir or None,
+                cfg.seed,
+                include_test=cfg.eval_samples > 0,
+                max_train=cfg.max_train,
+            )
+            gen = torch.Generator().manual_seed(worker_seed(cfg.seed, self.w))
+            self.stream = BatchStream(self.data.train, cfg.batch_size, gen)
+        kill = os.environ.get(KILL_ENV, "")
+        self.kill_at = int(kill.split(":")[1]) if kill and int(kill.split(":")[0]) == self.w else -1
+
+    def run(self) -> None:
+        """Iterate until a stop message; report a failed parameter server through the store."""
+        try:
+            self._loop()
+        except TimeoutError as exc:  # the coordinator went silent: leave rather than hang
+            print(f"[worker {self.w}] no permission from the coordinator: {exc}", flush=True)
+            self._bye_best_effort()
+        except _ServerFailure as exc:
+            set_json(self.store, P.FATAL_KEY, {"rank": self.ctx.rank, "message": str(exc)})
+            print(f"[worker {self.w}] {exc}", flush=True)
+            self._bye_best_effort()
+
+    def _loop(self) -> None:
+        # Warm-up pull: gloo connects a pair of ranks on its first message (~0.4 s here), which
+        # would otherwise inflate the first iteration's time and R²SP's estimate of T.
+        self._transfer(lambda: self.links.pull(self.flat, 0, 0), "warm-up pull")
+        set_json(self.store, P.ready_key(self.w), {"t": self.ctx.now()})
+        t_req = time.perf_counter()
+        k = 0
+        while True:
+            grant = wait_get(self.store, P.grant_key(self.w, k), self.cfg.timeout_s)
+            t_perm = time.perf_counter()
+            latency = max(0.0, self.ctx.now() - float(grant["t"])) if "t" in grant else None
+            if grant.get("stop"):
+                if grant.get("evaluate"):
+                    self._evaluate(k)
+                break
+            row = self._iterate(k, int(grant["batch_size"]), t_req, t_perm)
+            if row is None:
+                break  # a shard answered ABORT: the run is ending on an error
+            row["permission_s"] = latency
+            t_req = time.perf_counter()
+            set_json(self.store, P.request_key(self.w, k), row)
+            k += 1
+        self._transfer(self.links.bye, "sending BYE")
+
+    def _iterate(self, k: int, batch: int, t_req: float, t_perm: float) -> dict[str, Any] | None:
+        """Pull, compute, push iteration ``k``; return its telemetry (None on ABORT)."""
+        t_start = self.ctx.now() - (t_perm - t_req)
+        ok = self._transfer(lambda: self.links.pull(self.flat, k if self.barrier else 0, k),
+                            f"pulling iteration {k}")  # fmt: skip
+        if not ok:
+            return None
+        if k == self.kill_at:
+            os._exit(17)  # test hook: die abruptly, mid-iteration
+        t_pulled = time.perf_counter()
+        loss = self._compute(k, batch)
+        extra = (self.cfg.compute_multipliers[self.w] - 1.0) if self.cfg.compute_multipliers else 0
+        compute = time.perf_counter() - t_pulled
+        delay = extra * compute + (self.cfg.iteration_delays[self.w]
+                                   if self.cfg.iteration_delays else 0.0)  # fmt: skip
+        if delay > 0:
+            time.sleep(delay)
+        t_computed = time.perf_counter()
+        self._transfer(lambda: self.links.push(self.grad, k, batch), f"pushing iteration {k}")
+        t_pushed = time.perf_counter()
+        return {
+            "iteration": k, "batch_size": batch, "loss": loss, "blocking_s": t_perm - t_req,
+            "pull_s": t_pulled - t_perm, "compute_s": t_computed - t_pulled,
+            "push_s": t_pushed - t_computed, "t_start": t_start,
+            "t_end": t_start + (t_pushed - t_req), "device": str(self.device),
+        }  # fmt: skip
+
+    def _compute(self, k: int, batch: int) -> float:
+        """Load the pulled parameters, compute one batch's gradient into ``self.grad``."""
+        if self.cfg.scripted_compute:
+            time.sleep(self.cfg.scripted_compute[self.w][k])
+            self.grad.zero_()
+            return math.nan
+        nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
+        x, y = self.stream.take(batch)
+        self.model.train()
+        self.model.zero_grad(set_to_none=False)
+        loss = batch_loss(self.model, x.to(self.device), y.to(self.device))
+        loss.backward()  # type: ignore[no-untyped-call]  # torch leaves backward untyped
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        self.grad.copy_(torch.cat([g.reshape(-1) for g in grads]).cpu())
+        return float(loss.item())
+
+    def _evaluate(self, k: int) -> None:
+        """Pull the final parameters and report test accuracy and loss under the eval key."""
+        result: dict[str, Any] = {"worker": self.w}
+        test = getattr(self.data, "test", None)
+        if test is not None and self._transfer(
+            lambda: self.links.pull(self.flat, k if self.barrier else 0, k), "final pull"
+        ):
+            nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
+            result.update(evaluate(self.model, test.x, test.y, self.cfg.eval_samples,
+                                   self.device, self.cfg.seed))  # fmt: skip
+        set_json(self.store, P.EVAL_KEY, result)
+
+    def _transfer(self, fn: Any, what: str) -> Any:
+        try:
+            return fn()
+        except ShardUnreachable as exc:
+            raise _ServerFailure(f"{exc} (worker {self.w}, {what})") from exc
+
+    def _bye_best_effort(self) -> None:
+        # The failed server cannot take it; the live ones do.
+        with contextlib.suppress(Exception):
+            self.links.bye()
+
+
+class _ServerFailure(RuntimeError):
+    pass
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, limit: int,
+             device: torch.device, seed: int = 0) -> dict[str, float]:  # fmt: skip
+    """Accuracy (per class label, or per token) and mean loss on ``limit`` test examples.
+
+    The examples are a seeded random subset (all of them if ``limit`` covers the split): the
+    packed CIFAR-10 archives are sorted by class, so the first ``limit`` would be biased.
+    BatchNorm layers use the evaluating worker's own running statistics (they are buffers,
+    not parameters, and stay on the workers).
+    """
+    model.eval()
+    total_n = int(y.shape[0])
+    n = min(limit, total_n)
+    order = torch.randperm(total_n, generator=torch.Generator().manual_seed(seed))[:n]
+    correct, total, loss_sum = 0, 0, 0.0
+    for a in range(0, n, EVAL_BATCH):
+        idx = order[a : a + EVAL_BATCH]
+        xb, yb = x[idx].to(device), y[idx].to(device)
+        logits = model(xb)
+        flat = logits.reshape(-1, logits.shape[-1])
+        loss_sum += float(F.cross_entropy(flat, yb.reshape(-1), reduction="sum"))
+        correct += int((logits.argmax(-1) == yb).sum())
+        total += int(yb.numel())
+    model.train()
+    return {"test_accuracy": correct / max(total, 1), "test_loss": loss_sum / max(total, 1),
+            "test_examples": n}  # fmt: skip

@@ -1,0 +1,3 @@
+"""The all-reduce family's runtime (all reduce, partial, selective): config, flags, controller
+thread, workers, rank entry.
+"""

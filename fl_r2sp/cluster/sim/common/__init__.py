@@ -1,0 +1,1 @@
+"""What the cluster twins share: typed events and their dispatch."""

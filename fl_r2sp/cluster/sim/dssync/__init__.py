@@ -1,0 +1,1 @@
+"""DS-Sync's flow-level twin: communication time per iteration in racks."""

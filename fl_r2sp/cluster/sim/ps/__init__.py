@@ -1,0 +1,1 @@
+"""The parameter-server twin: spec, event loop, result, replay of recorded reports."""
