@@ -38,7 +38,7 @@ class CudaGraphs:
     """Capture with ``torch.cuda.graph``, warm up on a side stream as its documentation asks."""
 
     def __init__(self) -> None:
-        self._side = torch.cuda.Stream()
+        self._side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
 
     @contextlib.contextmanager
     def warmup(self) -> Iterator[None]:

@@ -178,7 +178,8 @@ class StackedStep:
     ) -> torch.Tensor:  # fmt: skip
         grads, losses = self._grad(params, bufs, xb, yb)
         _sgd_step(params, grads, momenta, *hp)
-        return losses
+        out: torch.Tensor = losses  # vmap's outputs are typed Any
+        return out
 
     def update(
         self, params: Tensors, bufs: Tensors, momenta: Tensors, xb: torch.Tensor,
@@ -193,7 +194,7 @@ class StackedStep:
         first = hp[1] != 0 and not momenta
         return (self._update if first else self._fast)(params, bufs, momenta, xb, yb, hp)
 
-    def run(self, step: Callable[..., None], inputs: list[tuple[torch.Tensor, ...]]) -> None:
+    def run(self, step: Callable[..., None], inputs: Sequence[tuple[torch.Tensor, ...]]) -> None:
         """Call ``step(*args)`` for each args in ``inputs``, replayed if ``cuda_graphs``."""
         if not self.kernels.cuda_graphs:
             for args in inputs:
@@ -261,10 +262,8 @@ def train_stacked(
         losses = stepper.update(params, buffers, momenta, xb, y[idx], hp)
         total.add_(losses.detach().double())
 
-    if crops is None:
-        inputs = [(rows[:, s],) for s in range(iterations)]
-    else:
-        inputs = [(rows[:, s], crops[0][:, s], crops[1][:, s]) for s in range(iterations)]
+    per_step = (rows,) if crops is None else (rows, *crops)
+    inputs = [tuple(t[:, s] for t in per_step) for s in range(iterations)]
     stepper.run(one_step, inputs)
     state = {**params, **buffers}
     names = list(model.state_dict())
