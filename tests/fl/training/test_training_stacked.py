@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import get_args
 
 import numpy as np
@@ -93,58 +94,55 @@ class Rerun:
         return step
 
 
+@dataclass(frozen=True)
+class Case:
+    """Clients trained one at a time and stacked: model, pooled data, partitions, tau."""
+
+    name: str
+    x: np.ndarray
+    y: np.ndarray
+    parts: list[np.ndarray]
+    iterations: int
+    augment: bool
+
+    def starts(self) -> list[np.ndarray]:
+        return [get_flat_weights(build_model(self.name, seed=k)) for k in range(len(self.parts))]
+
+
 def serial_and_stacked(
-    name: str,
-    x: np.ndarray,
-    y: np.ndarray,
-    parts: list[np.ndarray],
-    iterations: int,
-    augment: bool,
-    step: StackedStep | None = None,
+    case: Case, step: StackedStep | None = None
 ) -> tuple[list[np.ndarray], np.ndarray]:
     set_torch_threads(1)
-    starts = start_weights(name, len(parts))
     serial = []
-    for k, part in enumerate(parts):
-        model = build_model(name)
-        set_flat_weights(model, starts[k])
-        train_local(
-            model, x[part], y[part], iterations, batch_size=8, seed=100 + k, augment=augment, **HP
-        )
+    for k, (part, start) in enumerate(zip(case.parts, case.starts(), strict=True)):
+        model = build_model(case.name)
+        set_flat_weights(model, start)
+        x, y, augment = case.x[part], case.y[part], case.augment
+        train_local(model, x, y, case.iterations, 8, seed=100 + k, augment=augment, **HP)
         serial.append(get_flat_weights(model))
-    return serial, stacked(name, starts, x, y, parts, iterations, augment, step)
+    return serial, stacked(case, step)
 
 
-def start_weights(name: str, k: int) -> list[np.ndarray]:
-    return [get_flat_weights(build_model(name, seed=j)) for j in range(k)]
-
-
-def stacked(
-    name: str,
-    starts: list[np.ndarray],
-    x: np.ndarray,
-    y: np.ndarray,
-    parts: list[np.ndarray],
-    iterations: int,
-    augment: bool,
-    step: StackedStep | None = None,
-) -> np.ndarray:
-    scheds = [draw_schedule(len(p), 8, iterations, 100 + k, augment) for k, p in enumerate(parts)]
+def stacked(case: Case, step: StackedStep | None = None) -> np.ndarray:
+    parts, it, augment = case.parts, case.iterations, case.augment
+    scheds = [draw_schedule(len(p), 8, it, 100 + k, augment) for k, p in enumerate(parts)]
     rows = torch.stack([torch.from_numpy(p)[s.indices] for p, s in zip(parts, scheds, strict=True)])
     crops = None
     if augment:
         crops = (torch.stack([s.offsets for s in scheds]), torch.stack([s.flips for s in scheds]))
-    model = build_model(name)
-    res = train_stacked(
-        model, starts, torch.from_numpy(x), torch.from_numpy(y), rows, crops, **HP, step=step
-    )
+    x, y = torch.from_numpy(case.x), torch.from_numpy(case.y)
+    res = train_stacked(build_model(case.name), case.starts(), x, y, rows, crops, **HP, step=step)
     return res.weights
 
 
-def test_stacked_cnn_matches_one_at_a_time_within_tolerance() -> None:
+def cnn_case() -> Case:
+    """LeNet, three clients of 20, 24 and 16 images, 8 steps with augmentation."""
     x, y = images(60, 1)
-    parts = [np.arange(0, 20), np.arange(20, 44), np.arange(44, 60)]
-    serial, stacked = serial_and_stacked("cnn", x, y, parts, iterations=8, augment=True)
+    return Case("cnn", x, y, [np.arange(0, 20), np.arange(20, 44), np.arange(44, 60)], 8, True)
+
+
+def test_stacked_cnn_matches_one_at_a_time_within_tolerance() -> None:
+    serial, stacked = serial_and_stacked(cnn_case())
     for k in range(3):
         assert not np.array_equal(serial[k], get_flat_weights(build_model("cnn", seed=k)))
         assert np.abs(stacked[k] - serial[k]).max() <= CNN_TOL
@@ -156,9 +154,9 @@ def test_stacked_batchnorm_buffers_follow_the_serial_run(conv: str) -> None:
     # updated per stacked model as in train_local. One step: trajectories of
     # BN nets on noise diverge fast, so later steps would test chaos, not code.
     x, y = images(16, 2)
-    parts = [np.arange(0, 8), np.arange(8, 16)]
+    case = Case("resnet20", x, y, [np.arange(0, 8), np.arange(8, 16)], 1, False)
     step = StackedStep(build_model("resnet20"), StackKernels(conv=conv))
-    serial, stacked = serial_and_stacked("resnet20", x, y, parts, 1, False, step)
+    serial, stacked = serial_and_stacked(case, step)
     counter = list(build_model("resnet20").state_dict()).index("bn1.num_batches_tracked")
     offset = sum(t.numel() for t in list(build_model("resnet20").state_dict().values())[:counter])
     for k in range(2):
@@ -166,19 +164,13 @@ def test_stacked_batchnorm_buffers_follow_the_serial_run(conv: str) -> None:
         assert np.abs(stacked[k] - serial[k]).max() <= CNN_TOL
 
 
-CNN_PARTS = [np.arange(0, 20), np.arange(20, 44), np.arange(44, 60)]
-
-
 @pytest.fixture(scope="module")
 def cnn_serial_and_grouped() -> tuple[list[np.ndarray], np.ndarray]:
-    x, y = images(60, 1)
-    return serial_and_stacked("cnn", x, y, CNN_PARTS, iterations=8, augment=True)
+    return serial_and_stacked(cnn_case())
 
 
 def other_kernels(kernels: StackKernels, graphs: Rerun | None = None) -> np.ndarray:
-    x, y = images(60, 1)
-    step = StackedStep(build_model("cnn"), kernels, graphs)
-    return stacked("cnn", start_weights("cnn", 3), x, y, CNN_PARTS, 8, True, step)
+    return stacked(cnn_case(), StackedStep(build_model("cnn"), kernels, graphs))
 
 
 def test_unfold_bmm_convolutions_train_the_same_models_within_tolerance(
