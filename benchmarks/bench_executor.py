@@ -22,6 +22,16 @@ side by side with:
 * peak resident memory (main process + workers) for ``--memory-clients``
   clients, each measured in a fresh process with tau ``--memory-iterations``.
 
+``--kernels`` runs the batched executor once per kernel variant, side by
+side: ``grouped`` or ``bmm`` convolutions (``executor-conv``), ``+graphs``
+(``executor-cuda-graphs``, CUDA only), ``+compile`` / ``+reduce-overhead`` /
+``+autotune`` (``executor-compile``: default, reduce-overhead,
+max-autotune-no-cudagraphs). Under the timing table every batched row's
+speed is printed as a fraction of the limit's against the goal (CNN 0.5,
+ResNet20 0.8). ``--warm-rounds 1`` computes one untimed round first with the same
+executor, so compilation and first-use costs land in "start s", not in the
+timed round. A variant that fails prints its error and the others go on.
+
 Run::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py           # ~3 min, 2 cores
@@ -30,6 +40,10 @@ Run::
     # that a rerun gives the same bits ("rerun" column)
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py --device cuda \\
         --backends serial batched --full --repeat 2
+    # the batched executor's kernel variants side by side (compile costs kept apart)
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_executor.py --device cuda \\
+        --backends batched --kernels grouped bmm graphs bmm+graphs bmm+compile --warm-rounds 1 \\
+        --full --limit-batch 4096 --ulp-clients 0 --memory-clients
 
 Timings on a shared machine are noisy: the load average is printed; compare
 rows of one run only.
@@ -60,12 +74,23 @@ from fl_r2sp.datasets.paths import resolve_data_dir  # noqa: E402
 from fl_r2sp.models import build_model  # noqa: E402
 from fl_r2sp.protocol import Job, Reply  # noqa: E402
 from fl_r2sp.server.evaluation import initial_weights  # noqa: E402
-from fl_r2sp.server.executor import make_executor  # noqa: E402
+from fl_r2sp.server.executor import Executor, make_executor  # noqa: E402
 from fl_r2sp.server.executor.batched import resolve_device  # noqa: E402
 from fl_r2sp.training import batch_schedule, set_torch_threads  # noqa: E402
 from fl_r2sp.training.augment import apply_crop_flip, draw_crop_flip  # noqa: E402
 
 BACKENDS = ("serial", "processes", "batched")
+#: Goal of the batched executor's speed as a fraction of the limit's, by model (issue 22).
+GOALS = {"cnn": 0.5, "resnet20": 0.8}
+#: ``--kernels`` token -> run-config keys it sets.
+KERNEL_TOKENS: dict[str, dict[str, object]] = {
+    "grouped": {"executor_conv": "grouped"},
+    "bmm": {"executor_conv": "bmm"},
+    "graphs": {"executor_cuda_graphs": True},
+    "compile": {"executor_compile": "default"},
+    "reduce-overhead": {"executor_compile": "reduce-overhead"},
+    "autotune": {"executor_compile": "max-autotune-no-cudagraphs"},
+}
 
 
 #: Model -> data set it trains on (the paper's pairing); only CIFAR-10 has a synthetic stand-in.
@@ -94,8 +119,33 @@ def data_dir(choice: str, clients: int, model: str = "cnn") -> str:
     return str(root)
 
 
-def round_cfg(args: argparse.Namespace, executor: str, clients: int, tau: int) -> RunConfig:
-    """The benchmark round's configuration (CNN, the paper's partition, lr 0.01)."""
+def kernel_keys(variant: str) -> dict[str, object]:
+    """Run-config keys of a ``--kernels`` variant such as ``bmm+graphs``."""
+    keys: dict[str, object] = {}
+    for token in variant.split("+"):
+        if token not in KERNEL_TOKENS:
+            raise SystemExit(f"--kernels {variant}: {token!r} is not one of {list(KERNEL_TOKENS)}")
+        keys.update(KERNEL_TOKENS[token])
+    return keys
+
+
+def rows_of(args: argparse.Namespace) -> list[tuple[str, str, dict[str, object]]]:
+    """(row label, executor, run-config keys) of every executor row: the batched executor
+    once per ``--kernels`` variant (once, as configured, without the flag)."""
+    rows: list[tuple[str, str, dict[str, object]]] = []
+    for name in args.backends:
+        if name == "batched" and args.kernels:
+            rows += [(f"batched[{v}]", name, kernel_keys(v)) for v in args.kernels]
+        else:
+            rows.append((name, name, {}))
+    return rows
+
+
+def round_cfg(
+    args: argparse.Namespace, executor: str, clients: int, tau: int, **keys: object
+) -> RunConfig:
+    """The benchmark round's configuration (CNN, the paper's partition, lr 0.01); ``keys``
+    set further run-config keys (a kernel variant's)."""
     return RunConfig(
         dataset=DATASET_OF.get(args.model, "cifar10"),
         data_dir=args.data_dir,
@@ -112,7 +162,7 @@ def round_cfg(args: argparse.Namespace, executor: str, clients: int, tau: int) -
         compute_device=args.device if executor == "batched" else "cpu",
         max_updates=1,
         plots=False,
-    )
+    ).replace(**keys)
 
 
 def limit_rate(args: argparse.Namespace, cfg: RunConfig, samples: int, threads: int) -> float:
@@ -156,30 +206,44 @@ def sync(dev: torch.device) -> None:
         torch.cuda.synchronize(dev)
 
 
-def run_round(cfg: RunConfig) -> tuple[dict[int, Reply], float, float, dict[str, int]]:
-    """(replies by client, start-up s, round s, peak RSS KiB) of one executor."""
+def run_round(
+    cfg: RunConfig, warm_rounds: int = 0
+) -> tuple[dict[int, Reply], float, float, dict[str, int]]:
+    """(replies by client, start-up s, round s, peak RSS KiB) of one executor.
+
+    ``warm_rounds`` untimed rounds of the same jobs come first (in start-up):
+    they carry compilation and graph warm-up, the timed round the steady state.
+    """
     runtime: ClientRuntime = runtime_for(cfg)
     weights = initial_weights(cfg)
     started = time.perf_counter()
     ex = make_executor(cfg, runtime)
-    wait_ready = getattr(ex, "wait_ready", None)
-    if wait_ready is not None:
-        wait_ready()
-    ready = time.perf_counter()
-    replies: dict[int, Reply] = {}
     try:
-        for cid in range(cfg.num_partitions):
-            ex.submit(Job(cid=cid, index=0, tag=0, weights=weights))
-        while ex.outstanding():
-            for reply in ex.collect(timeout=10.0):
-                if not reply.ok:
-                    raise RuntimeError(f"client {reply.cid}: {reply.error}")
-                replies[reply.cid] = reply
+        wait_ready = getattr(ex, "wait_ready", None)
+        if wait_ready is not None:
+            wait_ready()
+        for _ in range(warm_rounds):
+            one_round(ex, cfg.num_partitions, weights)
+        ready = time.perf_counter()
+        replies = one_round(ex, cfg.num_partitions, weights)
         done = time.perf_counter()
         rss = ex.peak_rss_kb()
     finally:
         ex.close()
     return replies, ready - started, done - ready, rss
+
+
+def one_round(ex: Executor, clients: int, weights: np.ndarray) -> dict[int, Reply]:
+    """Every client's job from ``weights``, all released at once; the replies by client."""
+    replies: dict[int, Reply] = {}
+    for cid in range(clients):
+        ex.submit(Job(cid=cid, index=0, tag=0, weights=weights))
+    while ex.outstanding():
+        for reply in ex.collect(timeout=10.0):
+            if not reply.ok:
+                raise RuntimeError(f"client {reply.cid}: {reply.error}")
+            replies[reply.cid] = reply
+    return replies
 
 
 def nudged_replies(cfg: RunConfig, cids: list[int]) -> dict[int, Reply]:
@@ -208,38 +272,47 @@ def diff_stats(ref: dict[int, Reply], other: dict[int, Reply], start: np.ndarray
 
 def measure(
     args: argparse.Namespace, cfg0: RunConfig, samples: int
-) -> tuple[dict[str, float], dict[str, tuple[dict[int, Reply], float]], dict[str, bool]]:
-    """Best samples/s per row, first replies and start-up per executor, rerun equality.
+) -> tuple[dict[str, float], dict[str, tuple[dict[int, Reply], float]], dict[str, str]]:
+    """Best samples/s per row, first replies and start-up per row, rerun equality or error.
 
     Rows are timed in ``--repeat`` interleaved passes (limit rows, then each
-    executor, then again), so a slow spell of other load hits every row alike;
-    each row keeps its best pass.
+    executor row, then again), so a slow spell of other load hits every row
+    alike; each row keeps its best pass. A row that raises is reported by its
+    error (third dict) and not run again.
     """
     best: dict[str, float] = {}
     first: dict[str, tuple[dict[int, Reply], float]] = {}
-    same: dict[str, bool] = {}
+    notes: dict[str, str] = {}
     for _ in range(args.repeat):
         for t in args.limit_threads:
             rate = limit_rate(args, cfg0, samples, t)
             best[f"limit-{t}"] = max(best.get(f"limit-{t}", 0.0), rate)
-        for name in args.backends:
-            replies, startup, secs, _ = run_round(
-                round_cfg(args, name, args.clients, args.iterations)
-            )
-            best[name] = max(best.get(name, 0.0), samples / secs)
-            if name in first:
-                again = all(same_weights(first[name][0][c], r) for c, r in replies.items())
-                same[name] = same.get(name, True) and again
+        for label, name, keys in rows_of(args):
+            if notes.get(label, "").startswith("FAILED"):
+                continue
+            cfg = round_cfg(args, name, args.clients, args.iterations, **keys)
+            try:
+                replies, startup, secs, _ = run_round(cfg, args.warm_rounds)
+            except Exception as exc:  # one failing variant must not cost the others' figures
+                notes[label] = f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                continue
+            best[label] = max(best.get(label, 0.0), samples / secs)
+            if label in first:
+                again = all(same_weights(first[label][0][c], r) for c, r in replies.items())
+                ok = notes.get(label, "same") == "same" and again
+                notes[label] = "same" if ok else "DIFFERENT"
             else:
-                first[name] = (replies, startup)
-    return best, first, same
+                first[label] = (replies, startup)
+    return best, first, notes
 
 
 def timing_table(args: argparse.Namespace) -> None:
+    """The timing table (the format ``experiments/executor_figures.py`` parses: 28-character
+    labels, these columns), then the batched rows against the goal."""
     samples = args.clients * args.iterations * args.batch_size
     cfg0 = round_cfg(args, "serial", args.clients, args.iterations)
     data_for(cfg0)  # load (and cache) before anything is timed
-    best, first, same = measure(args, cfg0, samples)
+    best, first, notes = measure(args, cfg0, samples)
     limit = best[f"limit-{args.limit_threads[0]}"]  # the reference of the "x limit" column
     print(
         f"\nround: {args.clients} clients x tau {args.iterations} x batch {args.batch_size} = "
@@ -257,12 +330,15 @@ def timing_table(args: argparse.Namespace) -> None:
         print(f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {samples / rate:>8.1f}")
     start = initial_weights(cfg0)
     ref = first["serial"][0] if "serial" in first else None
-    for name in args.backends:
-        replies, startup = first[name]
-        rate = best[name]
+    for label, name, _ in rows_of(args):
+        if label not in first:
+            continue  # failed: listed under the table
+        replies, startup = first[label]
+        rate = best[label]
         diff = "" if ref is None else diff_stats(ref, replies, start)
-        label = f"{name} ({_procs(args, name)} proc.)" if name != "serial" else name
-        rerun = "" if args.repeat < 2 else f" {'same' if same[name] else 'DIFFERENT':>9}"
+        rerun = "" if args.repeat < 2 else f" {notes[label]:>9}"
+        if label == name != "serial":
+            label = f"{name} ({_procs(args, name)} proc.)"
         print(
             f"{label:<28} {rate:>10.0f} {limit / rate:>8.2f} {samples / rate:>8.1f} "
             f"{startup:>8.1f} {diff}{rerun}"
@@ -272,6 +348,27 @@ def timing_table(args: argparse.Namespace) -> None:
         noise = diff_stats(ref, nudged_replies(cfg0, cids[: args.ulp_clients]), start)
         label = f"serial, start +1 ulp ({min(len(cids), args.ulp_clients)} cl.)"
         print(f"{label:<28} {'':>10} {'':>8} {'':>8} {'':>8} {noise}")
+    goal_table(args, {k: v / limit for k, v in best.items()}, notes)
+
+
+def goal_table(args: argparse.Namespace, of_limit: dict[str, float], notes: dict[str, str]) -> None:
+    """Each batched row's samples/s as a fraction of the limit's, against the model's goal;
+    failed rows with their error."""
+    rows = [(label, name) for label, name, _ in rows_of(args) if name == "batched"]
+    if not rows:
+        return
+    goal = GOALS.get(args.model)
+    print(
+        f"\nbatched against the limit on {resolve_device(args.device)} ({args.model}; goal: "
+        f"{'none set' if goal is None else f'>= {goal:g}'} of the limit's samples/s; "
+        f"{args.warm_rounds} untimed warm round(s) first):"
+    )
+    for label, _ in rows:
+        if label not in of_limit:
+            print(f"  {label:<28} {notes[label]}")
+            continue
+        met = "" if goal is None else ("goal met" if of_limit[label] >= goal else "goal not met")
+        print(f"  {label:<28} {of_limit[label]:>6.2f} of the limit  {met}")
 
 
 def _procs(args: argparse.Namespace, name: str) -> int:
@@ -315,6 +412,20 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default="cnn")
     p.add_argument("--augment", action="store_true", help="random crop + flip")
     p.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    p.add_argument(
+        "--kernels",
+        nargs="+",
+        default=[],
+        metavar="VARIANT",
+        help="batched executor once per variant: grouped|bmm, +graphs, +compile, "
+        "+reduce-overhead, +autotune (max-autotune-no-cudagraphs), e.g. bmm+graphs",
+    )
+    p.add_argument(
+        "--warm-rounds",
+        type=int,
+        default=0,
+        help="untimed rounds per executor before the timed one (compilation, graph warm-up)",
+    )
     p.add_argument("--workers", type=int, default=0, help="executor-workers (0 = per core)")
     p.add_argument("--stack", type=int, default=0, help="executor-stack (0 = auto)")
     p.add_argument(
@@ -349,6 +460,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.full:
         args.iterations = 100
+    for variant in args.kernels:
+        kernel_keys(variant)  # refuse a misspelt variant before anything runs
+        if len(f"batched[{variant}]") > 28:  # the parsed table's label width
+            raise SystemExit(f"--kernels {variant}: too long a label, at most 19 characters")
     return args
 
 

@@ -45,6 +45,8 @@ ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "resnet20-a"
 Partitioner = Literal["paper", "paper-strict", "dirichlet", "iid", "speaker"]
 Executor = Literal["serial", "processes", "batched"]
 ComputeDevice = Literal["auto", "cpu", "cuda"]
+StackConv = Literal["grouped", "bmm"]
+StackCompile = Literal["off", "default", "reduce-overhead", "max-autotune-no-cudagraphs"]
 
 
 def _f(default: Any, doc: str) -> Any:
@@ -215,6 +217,17 @@ class RunConfig:
     )
     executor_stack: int = _f(
         0, "Most jobs one batched stack trains together (0 = auto: 16 on cpu, 1024 on cuda)."
+    )
+    executor_conv: StackConv = _f(
+        "grouped",
+        "How batched stacks compute convolutions: grouped (vmap's grouped kernels) or bmm "
+        "(unfold + one batched matrix product per layer; more memory).",
+    )
+    executor_compile: StackCompile = _f(
+        "off", "torch.compile mode of the batched executor's step (off = eager)."
+    )
+    executor_cuda_graphs: bool = _f(
+        False, "Batched executor on CUDA: replay each stack's steps from one captured CUDA graph."
     )
     # --- emulation ------------------------------------------------------------
     network: str = _f(

@@ -1,4 +1,4 @@
-"""Shared pytest setup: the ``e2e`` marker and a Flower home that is cleaned up."""
+"""Shared pytest setup: the ``e2e`` and ``slow`` markers and a Flower home that is cleaned up."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "e2e: end-to-end runs through Flower's CLI and processes (run by default; "
         "deselect with -m 'not e2e')",
+    )
+    config.addinivalue_line(
+        "markers",
+        "slow: over half a minute on a 2-core CPU, e.g. a torch.compile (run by default; "
+        "deselect with -m 'not slow')",
     )
 
 

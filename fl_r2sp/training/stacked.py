@@ -8,12 +8,18 @@ and its own loss, so its trajectory is the one :func:`train_local` computes,
 up to the floating-point summation order of the batched kernels (grouped
 convolutions, batched matrix products). The optimizer step replays
 ``torch.optim.SGD``'s single-tensor update element for element.
+
+:class:`StackKernels` picks how a step is computed, never what: convolutions
+as vmap's grouped kernels or as unfold + batched matrix products
+(:mod:`.unfold_conv`), the step compiled by ``torch.compile`` or not, and
+replayed from a captured CUDA graph (:mod:`.graphed`) or launched kernel by
+kernel.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +29,13 @@ from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from .augment import apply_crop_flip
+from .graphed import CudaGraphs, GraphCapture, replay_steps
+from .unfold_conv import use_unfold_convs
 
+#: Choices of :class:`StackKernels` (the run config's ``StackConv`` and ``StackCompile``,
+#: which keep torch out of the config's imports; a test holds them equal).
+CONV_KINDS = ("grouped", "bmm")
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
 Tensors = dict[str, torch.Tensor]
 
 
@@ -83,6 +95,114 @@ def _sgd_step(
         p.add_(g, alpha=-lr)
 
 
+@dataclass(frozen=True)
+class StackKernels:
+    """How a stacked step is computed (the run-config keys ``executor-conv``,
+    ``executor-compile``, ``executor-cuda-graphs``); results differ only by
+    floating-point summation order.
+
+    Attributes
+    ----------
+    conv : {"grouped", "bmm"}, default "grouped"
+        Convolutions as vmap makes them (one grouped kernel per layer) or as
+        unfold + one batched matrix product (:mod:`.unfold_conv`).
+    compile : {"off", "default", "reduce-overhead", "max-autotune-no-cudagraphs"}, default "off"
+        ``torch.compile`` mode of the gradient-and-update step (off = eager).
+    cuda_graphs : bool, default False
+        Replay steps from one captured CUDA graph (:mod:`.graphed`); CUDA only.
+    """
+
+    conv: str = "grouped"
+    compile: str = "off"
+    cuda_graphs: bool = False
+
+    def __post_init__(self) -> None:
+        if self.conv not in CONV_KINDS:
+            raise ValueError(f"executor-conv={self.conv!r} is not one of {CONV_KINDS}")
+        if self.compile not in COMPILE_MODES:
+            raise ValueError(f"executor-compile={self.compile!r} is not one of {COMPILE_MODES}")
+        if self.cuda_graphs and self.compile == "reduce-overhead":
+            raise ValueError(
+                "executor-compile='reduce-overhead' already replays CUDA graphs; "
+                "use it without executor-cuda-graphs=true"
+            )
+
+    def check_device(self, device: torch.device) -> None:
+        """Refuse CUDA graphs off CUDA (there is nothing to capture on a CPU)."""
+        if self.cuda_graphs and device.type != "cuda":
+            raise ValueError(
+                f"executor-cuda-graphs=true needs compute-device='cuda' (got {device.type}); "
+                "set it to false on a CPU"
+            )
+
+
+class StackedStep:
+    """The gradient-and-SGD step of a stack of one architecture, built once, reused.
+
+    Built once per process and reused for every stack, so that a compiled
+    step is compiled once per shape rather than once per stack.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Architecture template (copied to the meta device; not changed).
+    kernels : StackKernels (default: grouped, eager, no graphs)
+        How to compute the step.
+    graphs : GraphCapture or None (default: None = :class:`.graphed.CudaGraphs`)
+        How ``kernels.cuda_graphs`` records and replays (a test double on CPU).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        kernels: StackKernels = StackKernels(),  # noqa: B008  # frozen, so one shared default is safe
+        graphs: GraphCapture | None = None,
+    ) -> None:
+        self.kernels, self._graphs = kernels, graphs
+        base = copy.deepcopy(model).to("meta")
+        base.train()
+        if kernels.conv == "bmm":
+            use_unfold_convs(base)
+
+        def loss_fn(p: Tensors, bf: Tensors, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+            return F.cross_entropy(functional_call(base, (p, bf), (xb,)), yb)
+
+        self._grad = vmap(grad_and_value(loss_fn))
+        self._fast: Callable[..., torch.Tensor] = self._update
+        if kernels.compile != "off":
+            self._fast = torch.compile(self._update, mode=kernels.compile)
+
+    def _update(
+        self, params: Tensors, bufs: Tensors, momenta: Tensors, xb: torch.Tensor,
+        yb: torch.Tensor, hp: tuple[float, float, float],
+    ) -> torch.Tensor:  # fmt: skip
+        grads, losses = self._grad(params, bufs, xb, yb)
+        _sgd_step(params, grads, momenta, *hp)
+        out: torch.Tensor = losses  # vmap's outputs are typed Any
+        return out
+
+    def update(
+        self, params: Tensors, bufs: Tensors, momenta: Tensors, xb: torch.Tensor,
+        yb: torch.Tensor, hp: tuple[float, float, float],
+    ) -> torch.Tensor:  # fmt: skip
+        """One SGD step of every stacked model in place; returns the (K,) losses.
+
+        ``hp`` = (lr, momentum, weight decay). The first momentum step creates
+        the buffers (SGD's first step differs), always eagerly, so a compiled
+        step sees one dictionary layout only.
+        """
+        first = hp[1] != 0 and not momenta
+        return (self._update if first else self._fast)(params, bufs, momenta, xb, yb, hp)
+
+    def run(self, step: Callable[..., None], inputs: Sequence[tuple[torch.Tensor, ...]]) -> None:
+        """Call ``step(*args)`` for each args in ``inputs``, replayed if ``cuda_graphs``."""
+        if not self.kernels.cuda_graphs:
+            for args in inputs:
+                step(*args)
+            return
+        replay_steps(step, inputs, self._graphs or CudaGraphs())
+
+
 def train_stacked(
     model: nn.Module,
     starts: Sequence[np.ndarray],
@@ -93,6 +213,7 @@ def train_stacked(
     lr: float = 0.01,
     momentum: float = 0.0,
     weight_decay: float = 0.0,
+    step: StackedStep | None = None,
 ) -> StackedResult:
     """Train K jobs at once; job k starts from ``starts[k]`` and uses ``rows[k]``.
 
@@ -113,6 +234,9 @@ def train_stacked(
         (see :func:`~fl_r2sp.training.augment.apply_crop_flip`); None = none.
     lr, momentum, weight_decay : float, defaults 0.01, 0.0, 0.0
         SGD hyper-parameters, as ``train_local``'s.
+    step : StackedStep or None, default None
+        The step to use, built for ``model`` (None = grouped convolutions,
+        eager, built here); pass one built once to reuse its compiled code.
 
     Returns
     -------
@@ -124,26 +248,23 @@ def train_stacked(
         raise ValueError(f"{len(starts)} start vectors for {k} row schedules")
     flat = torch.from_numpy(np.stack([np.asarray(s, np.float32) for s in starts])).to(x.device)
     params, buffers = _unstack(model, flat)
-    base = copy.deepcopy(model).to("meta")
-    base.train()
-
-    def loss_fn(p: Tensors, bf: Tensors, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(functional_call(base, (p, bf), (xb,)), yb)
-
-    step = vmap(grad_and_value(loss_fn))
+    stepper = step if step is not None else StackedStep(model)
     momenta: Tensors = {}
     total = torch.zeros(k, dtype=torch.float64, device=x.device)
-    for s in range(iterations):
-        idx = rows[:, s]
+    hp = (lr, momentum, weight_decay)
+
+    def one_step(idx: torch.Tensor, *crop: torch.Tensor) -> None:
         xb = x[idx]
-        if crops is not None:
+        if crop:
             flat_x = xb.reshape(k * b, *x.shape[1:])
-            xb = apply_crop_flip(
-                flat_x, crops[0][:, s].reshape(k * b, 2), crops[1][:, s].reshape(k * b)
-            ).reshape(xb.shape)
-        grads, losses = step(params, buffers, xb, y[idx])
-        _sgd_step(params, grads, momenta, lr, momentum, weight_decay)
-        total += losses.detach().double()
+            xb = apply_crop_flip(flat_x, crop[0].reshape(k * b, 2), crop[1].reshape(k * b))
+            xb = xb.reshape(k, b, *x.shape[1:])
+        losses = stepper.update(params, buffers, momenta, xb, y[idx], hp)
+        total.add_(losses.detach().double())
+
+    per_step = (rows,) if crops is None else (rows, *crops)
+    inputs = [tuple(t[:, s] for t in per_step) for s in range(iterations)]
+    stepper.run(one_step, inputs)
     state = {**params, **buffers}
     names = list(model.state_dict())
     out = torch.cat([state[n].reshape(k, -1).to(torch.float32) for n in names], dim=1)

@@ -10,6 +10,11 @@ default) train them side by side, each single-threaded with its own copy of
 the training set.
 
 A stack is trained by a :class:`~fl_r2sp.server.executor.stack_trainer.StackTrainer`.
+How a stack's step is computed (grouped or unfold + bmm convolutions,
+``torch.compile``, CUDA graphs) is the run config's ``executor-conv``,
+``executor-compile`` and ``executor-cuda-graphs``
+(:class:`~fl_r2sp.training.stacked.StackKernels`).
+
 Which jobs share a stack depends only on the loop's sequence of submissions
 and collections, which the virtual clock fixes, and on the worker count: a
 seed gives the same stacks and the same results on every run with the same
@@ -27,7 +32,7 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.executor.base import ExecutorError, self_peak_rss_kb
 from fl_r2sp.server.executor.pool import WorkerPool
-from fl_r2sp.server.executor.stack_trainer import StackTrainer
+from fl_r2sp.server.executor.stack_trainer import StackTrainer, stack_kernels
 
 #: ``executor-stack = 0``: jobs per stack by device. On a CPU, wide stacks
 #: turn convolutions into slow grouped kernels; a GPU takes all it is given.
@@ -107,6 +112,7 @@ class BatchedExecutor:
                 "executor='batched' needs clock='virtual' (a stack has no "
                 "per-job wall time); use executor='processes' with clock='wall'"
             )
+        stack_kernels(cfg).check_device(device)  # before worker processes start
         self.cfg, self.device = cfg, device
         self.max_stack = max_stack or AUTO_STACK.get(device.type, 16)
         self.workers = workers if device.type == "cpu" else 1

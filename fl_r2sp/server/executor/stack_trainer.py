@@ -23,9 +23,14 @@ from fl_r2sp.protocol import Job, Reply
 from fl_r2sp.server.executor.base import error_reply
 from fl_r2sp.training.checks import as_tensors, check_label_range
 from fl_r2sp.training.schedule import draw_schedule
-from fl_r2sp.training.stacked import train_stacked
+from fl_r2sp.training.stacked import StackedStep, StackKernels, train_stacked
 
 log = logging.getLogger("fl_r2sp")
+
+
+def stack_kernels(cfg: RunConfig) -> StackKernels:
+    """The run config's ``executor-conv``, ``executor-compile`` and ``executor-cuda-graphs``."""
+    return StackKernels(cfg.executor_conv, cfg.executor_compile, cfg.executor_cuda_graphs)
 
 
 def deterministic_cuda() -> None:
@@ -54,9 +59,16 @@ class StackTrainer:
         Supplies the model, the modelled compute time and the injected delays.
     device : torch.device
         Where to train.
+
+    Raises
+    ------
+    ValueError
+        ``executor-cuda-graphs = true`` on a device other than CUDA.
     """
 
     def __init__(self, cfg: RunConfig, runtime: ClientRuntime, device: torch.device) -> None:
+        kernels = stack_kernels(cfg)
+        kernels.check_device(device)
         if device.type == "cuda":
             deterministic_cuda()
         self.cfg, self.runtime, self.device = cfg, runtime, device
@@ -67,6 +79,7 @@ class StackTrainer:
         check_label_range(y, data.train.num_classes, "batched executor")
         self._x, self._y = x.to(device), y.to(device)  # the training set, once
         self._rows = [torch.from_numpy(p).long() for p in data.partition.indices]
+        self._step = StackedStep(runtime.model, kernels)  # built once: compiled code is reused
 
     def train(self, stack: list[Job]) -> list[Reply]:
         """Train ``stack`` together; one reply per job, in order."""
@@ -97,6 +110,7 @@ class StackTrainer:
             lr=cfg.lr,
             momentum=cfg.momentum,
             weight_decay=cfg.weight_decay,
+            step=self._step,
         )
         return [
             Reply(

@@ -164,3 +164,10 @@ def test_bad_executor_settings_are_refused() -> None:
         cfg(executor="threads").validate()
     with pytest.raises(ValueError, match="executor-workers"):
         cfg(executor_workers=-1).validate()
+    with pytest.raises(ValueError, match="executor-conv"):
+        cfg(executor_conv="fft").validate()
+    # Refused before any worker process starts, with 1 worker or several.
+    for workers in (1, 2):
+        c = cfg(executor="batched", compute_device="cpu", executor_cuda_graphs=True)
+        with pytest.raises(ValueError, match="executor-cuda-graphs=true needs compute-device"):
+            make_executor(c.replace(executor_workers=workers), runtime_for(c))
