@@ -47,19 +47,17 @@ def main(
     doc: str | None,
     argv: Sequence[str] | None = None,
 ) -> None:
-    """Parse ``argv`` (default: the command line), run the chosen items, write their report.
+    """Run the chosen ``items`` at ``--trials`` trials per point, then write their REPORT.md.
 
     Parameters
     ----------
     items
-        The items this command holds, by name (keys of :data:`TITLES`).
-    module
-        The command's module, for its usage line.
-    doc
-        Its ``--help`` description.
+        Item functions by name, each a key of :data:`TITLES`.
+    module, doc
+        Usage line and description of ``--help``.
     argv
-        The arguments; ``None`` reads ``sys.argv``. Flags: ``--trials`` (default 20), ``--out``,
-        ``--publish``, and ``--only`` when there are several items.
+        Command-line arguments, default ``None`` (``sys.argv``): ``--trials`` (default 20),
+        ``--out``, ``--publish``, and ``--only`` for several items.
     """
     parser = item_parser(module, doc, items)
     parser.add_argument("--trials", type=int, default=TRIALS, help="trials per point (20)")

@@ -47,15 +47,8 @@ def fig13(out: Path, count: int = TRIALS) -> dict[str, Any]:
             trend(gain, "down"),
         ),
     ]
-    return finish(
-        out,
-        "fig13",
-        rows,
-        claims,
-        FOUR[:3],
-        "lambda",
-        "Fig. 13: impact of bandwidth skew lambda (n = 200)",
-    )
+    title = "Fig. 13: impact of bandwidth skew lambda (n = 200)"
+    return finish(out, "fig13", rows, claims, FOUR[:3], "lambda", title)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

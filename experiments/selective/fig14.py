@@ -60,15 +60,8 @@ def fig14(out: Path, count: int = TRIALS) -> dict[str, Any]:
             max(sc) / min(sc) <= 1.1,
         )
     )
-    return finish(
-        out,
-        "fig14",
-        rows,
-        claims,
-        FOUR[:3],
-        "alpha (ms)",
-        "Fig. 14: impact of latency alpha (n = 200)",
-    )
+    title = "Fig. 14: impact of latency alpha (n = 200)"
+    return finish(out, "fig14", rows, claims, FOUR[:3], "alpha (ms)", title)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

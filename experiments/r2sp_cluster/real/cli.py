@@ -26,19 +26,17 @@ RealItem = Callable[[Path, Sequence[int], bool], dict[str, Any]]
 def main(
     items: Mapping[str, RealItem], module: str, doc: str | None, argv: Sequence[str] | None = None
 ) -> None:
-    """Parse ``argv`` (default: the command line) and run the chosen items.
+    """Run the chosen ``items`` for every seed of ``--seeds``; ``--publish`` copies their files.
 
     Parameters
     ----------
     items
-        The items this command holds, by name.
-    module
-        The command's module, for its usage line.
-    doc
-        Its ``--help`` description.
+        Item functions by name.
+    module, doc
+        Usage line and description of ``--help``.
     argv
-        The arguments; ``None`` reads ``sys.argv``. Flags: ``--seeds`` (default ``0,1``),
-        ``--out``, ``--publish``, ``--fresh``, and ``--only`` when there are several items.
+        Command-line arguments, default ``None`` (``sys.argv``): ``--seeds`` (default ``0,1``),
+        ``--out``, ``--publish``, ``--fresh``, and ``--only`` for several items.
     """
     parser = item_parser(module, doc, items)
     parser.add_argument("--seeds", default="0,1", help="comma-separated seeds [0,1]")

@@ -45,18 +45,16 @@ TITLES: dict[str, str] = {
 def main(
     items: Mapping[str, TwinItem], module: str, doc: str | None, argv: Sequence[str] | None = None
 ) -> None:
-    """Parse ``argv`` (default: the command line), run the chosen items, write the report.
+    """Run the chosen ``items`` (all, or those ``--only`` names), then rewrite the twin's REPORT.md.
 
     Parameters
     ----------
     items
-        The items this command holds, by name (keys of :data:`TITLES`).
-    module
-        The command's module, for its usage line.
-    doc
-        Its ``--help`` description.
+        This command's items by name (keys of :data:`TITLES`).
+    module, doc
+        The command's module and description, shown by ``--help``.
     argv
-        The arguments; ``None`` reads ``sys.argv``.
+        The arguments (default ``None``: ``sys.argv``): ``--out``, ``--publish``, ``--only``.
     """
     parser = item_parser(module, doc, items)
     ns = parser.parse_args(argv)
