@@ -7,9 +7,11 @@ At n = 200 on the Transformer proxy, 20 trials per point
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.selective import cli
 from experiments.selective.sweeps import FOUR, finish, series, sweep
 from experiments.selective.trials import (
     TRIALS,
@@ -49,3 +51,12 @@ def compute(out: Path, count: int = TRIALS) -> dict[str, Any]:
         "compute-time scale",
         "Ours: compute time scaled (n = 200, Transformer proxy)",
     )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.selective.compute``: this item alone, then write its REPORT.md."""
+    cli.main({"compute": compute}, "experiments.selective.compute", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

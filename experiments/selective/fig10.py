@@ -7,9 +7,11 @@ At n = 200 on the Transformer proxy, 20 trials per point
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.selective import cli
 from experiments.selective.sweeps import FOUR, claim_row, finish, series, sweep
 from experiments.selective.trials import (
     TRIALS,
@@ -45,3 +47,12 @@ def fig10(out: Path, count: int = TRIALS) -> dict[str, Any]:
         )
     )
     return finish(out, "fig10", rows, claims, FOUR, "theta", "Fig. 10: impact of theta (n = 200)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.selective.fig10``: this item alone, then write its REPORT.md."""
+    cli.main({"fig10": fig10}, "experiments.selective.fig10", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

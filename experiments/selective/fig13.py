@@ -7,9 +7,11 @@ At n = 200 on the Transformer proxy, 20 trials per point
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.selective import cli
 from experiments.selective.sweeps import FOUR, beats, claim_row, finish, series, sweep
 from experiments.selective.trials import (
     TRIALS,
@@ -45,12 +47,14 @@ def fig13(out: Path, count: int = TRIALS) -> dict[str, Any]:
             trend(gain, "down"),
         ),
     ]
-    return finish(
-        out,
-        "fig13",
-        rows,
-        claims,
-        FOUR[:3],
-        "lambda",
-        "Fig. 13: impact of bandwidth skew lambda (n = 200)",
-    )
+    title = "Fig. 13: impact of bandwidth skew lambda (n = 200)"
+    return finish(out, "fig13", rows, claims, FOUR[:3], "lambda", title)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.selective.fig13``: this item alone, then write its REPORT.md."""
+    cli.main({"fig13": fig13}, "experiments.selective.fig13", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,9 +7,11 @@ At n = 200 on the Transformer proxy, 20 trials per point
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.selective import cli
 from experiments.selective.sweeps import FOUR, claim_row, finish, series, sweep
 from experiments.selective.trials import (
     TRIALS,
@@ -58,12 +60,14 @@ def fig14(out: Path, count: int = TRIALS) -> dict[str, Any]:
             max(sc) / min(sc) <= 1.1,
         )
     )
-    return finish(
-        out,
-        "fig14",
-        rows,
-        claims,
-        FOUR[:3],
-        "alpha (ms)",
-        "Fig. 14: impact of latency alpha (n = 200)",
-    )
+    title = "Fig. 14: impact of latency alpha (n = 200)"
+    return finish(out, "fig14", rows, claims, FOUR[:3], "alpha (ms)", title)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.selective.fig14``: this item alone, then write its REPORT.md."""
+    cli.main({"fig14": fig14}, "experiments.selective.fig14", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,9 +7,11 @@ Setup, assumptions and verdict rules: :mod:`experiments.selective.trials`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.selective import cli
 from experiments.selective.trials import (
     N_VALUES,
     PAPER_RANGES,
@@ -124,3 +126,12 @@ def _shape_claims(rows: list[dict[str, Any]], trace: str, fig: str) -> list[dict
             all(g < N_VALUES[-1] / N_VALUES[0] for g in growth),
         ),
     ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.selective.fig5_6``: this item alone, then write its REPORT.md."""
+    cli.main({"fig5_6": fig5_6}, "experiments.selective.fig5_6", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -5,9 +5,11 @@ Setup, our choices and the verdict rules: :mod:`experiments.selective.trials`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.selective import cli
 from experiments.selective.fig5_6 import size_rows
 from experiments.selective.trials import (
     PAPER_WASTED_PCT,
@@ -56,3 +58,12 @@ def fig7(out: Path, count: int = TRIALS) -> dict[str, Any]:
         "Fig. 7: selective reduce, BPAWR wait per worker (median, min-max)",
     )
     return {"table": claims, "figures": ["fig7.png"]}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.selective.fig7``: this item alone, then write its REPORT.md."""
+    cli.main({"fig7": fig7}, "experiments.selective.fig7", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,9 +7,11 @@ At n = 200 on the Transformer proxy, 20 trials per point
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.selective import cli
 from experiments.selective.sweeps import FOUR, beats, claim_row, finish, series, sweep
 from experiments.selective.trials import (
     TRIALS,
@@ -57,3 +59,12 @@ def fig8(out: Path, count: int = TRIALS) -> dict[str, Any]:
         )
     )
     return finish(out, "fig8", rows, claims, FOUR, "p / n", "Fig. 8: impact of p (n = 200)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.selective.fig8``: this item alone, then write its REPORT.md."""
+    cli.main({"fig8": fig8}, "experiments.selective.fig8", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

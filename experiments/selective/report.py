@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from experiments.common.markdown_cells import cell, md_table, read_csv, tally
-from experiments.selective.run import ITEMS as SELECTIVE_ITEMS
+from experiments.selective.cli import TITLES
 from experiments.selective.trials import __doc__ as SELECTIVE_SETUP
 
 #: Columns of a selective item's runs.csv shown as min / median / max (the wait item: its own).
@@ -59,7 +59,7 @@ def selective_lines(root: Path) -> list[str]:
     """The selective-reduce section; ``root`` holds ``selective/`` (``experiments/report``)."""
     setup = SELECTIVE_SETUP or ""
     rules = setup[setup.find("Verdict rules") :].strip() if "Verdict rules" in setup else ""
-    claims = [c for item in SELECTIVE_ITEMS for c in read_csv(root / "selective" / item /
+    claims = [c for item in TITLES for c in read_csv(root / "selective" / item /
                                                                "claims.csv")]  # fmt: skip
     lines = [
         "## Cluster mode: selective reduce against partial and all reduce (simulations)",
@@ -75,6 +75,6 @@ def selective_lines(root: Path) -> list[str]:
         f"All selective-reduce claims: {tally(claims)}.",
         "",
     ]
-    for item, (_, title) in SELECTIVE_ITEMS.items():
+    for item, title in TITLES.items():
         lines += item_lines(root, item, title)
     return lines

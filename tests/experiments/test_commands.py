@@ -7,6 +7,7 @@ DS-Sync twin, runs whole: it takes under a second).
 
 from __future__ import annotations
 
+import importlib
 import re
 import runpy
 import subprocess
@@ -18,6 +19,12 @@ from experiments.moved import MOVED
 from tests.paths import REPO
 
 README = REPO / "experiments" / "README.md"
+#: The cluster studies' runners of all their items; each item also has a command of its own.
+RUNNERS = (
+    "experiments.r2sp_cluster.twin.run",
+    "experiments.r2sp_cluster.real.run",
+    "experiments.selective.run",
+)
 
 
 def readme_commands() -> list[str]:
@@ -31,6 +38,15 @@ def test_the_item_table_lists_every_study() -> None:
     assert {"flr2sp", "r2sp_cluster", "selective", "dssync", "osp", "report"} <= studies
 
 
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_every_item_of_a_runner_has_its_own_command(runner: str) -> None:
+    items = importlib.import_module(runner).ITEMS
+    package = runner.rsplit(".", 1)[0]
+    assert {f"{package}.{item}" for item in items} <= set(readme_commands())
+    for item, fn in items.items():  # the item's module runs that item, not a copy of it
+        assert fn.__module__ == f"{package}.{item}"
+
+
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")
 @pytest.mark.parametrize("module", readme_commands())
 def test_readme_command_starts(
@@ -41,7 +57,10 @@ def test_readme_command_starts(
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as stop:
         assert stop.code in (0, None)
-        assert "usage:" in capsys.readouterr().out
+        usage = capsys.readouterr().out
+        assert "usage:" in usage
+        if module.rsplit(".", 1)[0] in {r.rsplit(".", 1)[0] for r in RUNNERS}:
+            assert ("--only" in usage) == (module in RUNNERS)  # an item's command runs it alone
     else:
         assert capsys.readouterr().out  # no flags: the command ran and printed its result
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.r2sp_cluster.real import cli
 from experiments.r2sp_cluster.real.figures import plot_fig11
 from experiments.r2sp_cluster.real.runs import (
     FIG11_TIME_RATIO,
@@ -69,3 +70,12 @@ def sooner(pairs: Sequence[tuple[float | None, float | None]]) -> str:
         (a is not None) and (b is None or a < b) for a, b in pairs if a is not None or b is not None
     ]
     return "n/a" if not votes else claim(2 * sum(votes) > len(votes))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.real.fig11``: this item alone for ``--seeds``."""
+    cli.main({"fig11": fig11}, "experiments.r2sp_cluster.real.fig11", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

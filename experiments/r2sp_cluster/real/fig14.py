@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.r2sp_cluster.real import cli
 from experiments.r2sp_cluster.real.figures import plot_fig14
 from experiments.r2sp_cluster.real.runs import (
     FIG14_DELAYS,
@@ -30,7 +31,9 @@ from fl_r2sp.cluster.schemes import scheme_params
 
 def fig14_config(label: str, seed: int) -> ClusterConfig:
     """Fig. 14's run ``label`` (bsp, safa, r2sp+tuning): transformer, injected delays."""
-    params = scheme_params("r2sp", tuning="idle") if label == "r2sp+tuning" else scheme_params(label)
+    params = (
+        scheme_params("r2sp", tuning="idle") if label == "r2sp+tuning" else scheme_params(label)
+    )
     return config(
         workers=len(FIG14_DELAYS), servers=1, scheme=params, model="transformer",
         dataset="copy", batch_size=32, lr=0.04, max_iterations=50, loss_threshold=2.1,
@@ -67,3 +70,12 @@ def fig14(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
     }  # fmt: skip
     plot_fig14(out / "fig14" / "fig14.png", table, recs, seeds)
     return write_records(out, "fig14", recs, table, seeds, claims)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.real.fig14``: this item alone for ``--seeds``."""
+    cli.main({"fig14": fig14}, "experiments.r2sp_cluster.real.fig14", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.r2sp_cluster.real import cli
 from experiments.r2sp_cluster.real.figures import plot_fig8
 from experiments.r2sp_cluster.real.runs import (
     FIG8_ITERATION_NORM,
@@ -67,3 +68,12 @@ def fig8(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
     }  # fmt: skip
     plot_fig8(out / "fig8" / "fig8.png", table, recs, seeds)
     return write_records(out, "fig8", recs, table, seeds, claims)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.real.fig8``: this item alone for ``--seeds``."""
+    cli.main({"fig8": fig8}, "experiments.r2sp_cluster.real.fig8", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -25,52 +25,25 @@ scheme finite in trial runs (lr 0.1 made SAFA and R²SP + tuning diverge on the 
     python -m experiments.r2sp_cluster.real.run --only fig14 --seeds 0
     python -m experiments.r2sp_cluster.real.run --publish experiments/report/cluster_real
 
-Runs are cached under ``<out>/cluster_real/_runs/`` by configuration, so a rerun only redoes
-what changed (``--fresh`` reruns everything); each item writes ``runs.csv``, ``summary.csv``,
-``summary.json`` and a figure to ``<out>/cluster_real/<item>/``; ``--publish`` copies them to
-the folder that ``python -m experiments.report`` reads.
+One item alone: ``python -m experiments.r2sp_cluster.real.<item>`` (e.g. ``fig11``). The run
+cache, outputs and ``--publish``: :mod:`experiments.r2sp_cluster.real.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
+from experiments.r2sp_cluster.real import cli
 from experiments.r2sp_cluster.real.fig8 import fig8
 from experiments.r2sp_cluster.real.fig11 import fig11
 from experiments.r2sp_cluster.real.fig14 import fig14
-from experiments.r2sp_cluster.real.runs import (
-    publish,
-)
 
-ITEMS: dict[str, Callable[[Path, Sequence[int], bool], dict[str, Any]]] = {
-    "fig8": fig8, "fig11": fig11, "fig14": fig14,
-}  # fmt: skip
+ITEMS: dict[str, cli.RealItem] = {"fig8": fig8, "fig11": fig11, "fig14": fig14}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.r2sp_cluster.real.run",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--only", default="", help=f"comma-separated subset of {list(ITEMS)}")
-    parser.add_argument("--seeds", default="0,1", help="comma-separated seeds [0,1]")
-    parser.add_argument("--out", default="experiments/results", help="results root")
-    parser.add_argument("--publish", default="", help="also copy the item files here")
-    parser.add_argument("--fresh", action="store_true", help="rerun cached runs")
-    ns = parser.parse_args(argv)
-    only = [x.strip() for x in ns.only.split(",") if x.strip()] or list(ITEMS)
-    if unknown := sorted(set(only) - set(ITEMS)):
-        parser.error(f"unknown items {unknown}; choose from {list(ITEMS)}")
-    seeds = [int(s) for s in ns.seeds.split(",") if s.strip()]
-    out = Path(ns.out) / "cluster_real"
-    for item in only:
-        ITEMS[item](out, seeds, ns.fresh)
-    if ns.publish:
-        publish(out, Path(ns.publish), only)
+    """Run every item (or ``--only`` some) for ``--seeds``."""
+    cli.main(ITEMS, "experiments.r2sp_cluster.real.run", __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,13 @@ reported too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments.r2sp_cluster.twin import cli
 from experiments.r2sp_cluster.twin.setting import (
     SKIP,
     claim,
@@ -92,3 +94,12 @@ def _plot_fig12(runs: list[dict[str, Any]], path: Path) -> None:
     ax.set_title("Fig. 12 on the twin: 16 workers, 4 PS")
     ax.legend(fontsize=8)
     save(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.twin.fig12``: this item, then the twin's REPORT.md."""
+    cli.main({"fig12": fig12}, "experiments.r2sp_cluster.twin.fig12", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

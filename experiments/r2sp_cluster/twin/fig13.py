@@ -7,11 +7,13 @@ does not quantify: two jitter levels (CV 0.05 and 0.2) fixed before running.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments.r2sp_cluster.twin import cli
 from experiments.r2sp_cluster.twin.setting import (
     FIG13_BEST_R,
     SKIP,
@@ -103,3 +105,12 @@ def _plot_fig13(runs: list[dict[str, Any]], path: Path) -> None:
     ax.legend(fontsize=7, loc="upper left")
     ax2.legend(fontsize=7, loc="upper right")
     save(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.twin.fig13``: this item, then the twin's REPORT.md."""
+    cli.main({"fig13": fig13}, "experiments.r2sp_cluster.twin.fig13", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

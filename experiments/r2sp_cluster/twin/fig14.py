@@ -10,11 +10,13 @@ normalised by BSP.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments.r2sp_cluster.twin import cli
 from experiments.r2sp_cluster.twin.setting import (
     JITTER_CV,
     MB,
@@ -99,3 +101,12 @@ def fig14(out: Path) -> dict[str, Any]:
     ax.legend(fontsize=8)
     save(fig, d / "fig14.png")
     return {"item": "fig14", "table": table}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.twin.fig14``: this item, then the twin's REPORT.md."""
+    cli.main({"fig14": fig14}, "experiments.r2sp_cluster.twin.fig14", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -6,11 +6,13 @@ left out of every figure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments.r2sp_cluster.twin import cli
 from experiments.r2sp_cluster.twin.setting import (
     FIG8_SPEEDUP,
     ITERATIONS,
@@ -112,3 +114,12 @@ def _plot_fig8(runs: list[dict[str, Any]], path: Path) -> None:
     ax.set_title("Fig. 8a on the twin: 16 workers, 4 PS (lower is better)")
     ax.legend(fontsize=8)
     save(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.twin.fig8``: this item, then the twin's REPORT.md."""
+    cli.main({"fig8": fig8}, "experiments.r2sp_cluster.twin.fig8", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -8,11 +8,13 @@ out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments.r2sp_cluster.twin import cli
 from experiments.r2sp_cluster.twin.setting import (
     FIG9_ZERO,
     ITERATIONS,
@@ -85,3 +87,12 @@ def _near_sixteenth(r: Any) -> float:
     g = r.gaps(SKIP)
     s = r.mean_iteration_time(SKIP) / 16
     return float(np.mean((g > 0.5 * s) & (g < 1.5 * s))) if g.size else float("nan")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.twin.fig9``: this item, then the twin's REPORT.md."""
+    cli.main({"fig9": fig9}, "experiments.r2sp_cluster.twin.fig9", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

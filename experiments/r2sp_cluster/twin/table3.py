@@ -10,11 +10,13 @@ is a convergence-time claim the twin cannot make).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments.r2sp_cluster.twin import cli
 from experiments.r2sp_cluster.twin.setting import (
     JITTER_CV,
     NOMINAL_BPS,
@@ -129,3 +131,12 @@ def _plot_table3(table: list[dict[str, Any]], path: Path) -> None:
     ax.set_title("Table III on the twin: cluster B, ResNet32, batch 512")
     ax.legend()
     save(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m experiments.r2sp_cluster.twin.table3``: this item, then the twin's REPORT.md."""
+    cli.main({"table3": table3}, "experiments.r2sp_cluster.twin.table3", __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()

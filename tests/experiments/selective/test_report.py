@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from experiments.selective.cli import TITLES
 from experiments.selective.report import selective_lines, spread_table
-from experiments.selective.run import ITEMS
 from tests.paths import REPO
 
 PUBLISHED = REPO / "experiments" / "report"
@@ -44,13 +44,13 @@ def test_section_reads_each_item_and_tallies_its_verdicts(tmp_path: Path) -> Non
     assert "| 0.1 | selective | 20 | 1 / 2 / 3 |" in text
     assert "![selective fig8](report/selective/fig8/fig8.png)" in text
     assert "Trials per point: 20;" in text
-    missing = [item for item in ITEMS if item != "fig8"]
+    missing = [item for item in TITLES if item != "fig8"]
     assert text.count("Not published") == len(missing)
 
 
 def test_the_published_simulations_are_all_in_the_selective_section() -> None:
     text = "\n".join(selective_lines(PUBLISHED))
-    for item, (_, title) in ITEMS.items():
+    for item, title in TITLES.items():
         assert f"### {title}" in text
         with open(PUBLISHED / "selective" / item / "runs.csv", newline="") as fh:
             runs = list(csv.DictReader(fh))
