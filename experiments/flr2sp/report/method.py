@@ -85,10 +85,14 @@ def verdict_rules() -> list[str]:
     """The verdict rules and the fitted cells, from :mod:`experiments.common.verdicts`."""
     lo, hi = verdicts.BAND
     return [
-        "**Verdict rules.** A time, ratio or count is *reproduced* when ours / paper lies in "
-        f"[{lo:.2f}, {hi:.2f}]. A reduction (a speedup or an improvement) is judged by what "
-        "it leaves: our remaining share (one minus the reduction) over the paper's must lie in "
-        "the same band.",
+        "**Verdict rules** (every section, FL and cluster; `experiments/common/verdicts.py`). "
+        "A time, ratio or count is *reproduced* when ours / paper lies in "
+        f"[{lo:.2f}, {hi:.2f}]. A reduction (a speed-up, an improvement, or a time normalised "
+        "by its baseline, read as one minus it) is *reproduced* only when it has the paper's "
+        "sign and ours / paper's lies in the same band; the same sign outside the band is "
+        "*same direction*; the other sign (or none) is *not reproduced*. Accuracies are "
+        f"*comparable* when they differ by at most {verdicts.ACCURACY_TOL:g} (absolute). Seed "
+        "counts stand beside every figure, and a verdict resting on one seed says so.",
         "",
         "**Fitted, never reproductions.** These paper numbers were inputs of the emulation "
         f"profile (`{paper.CALIBRATION_NOTES}`); their cells say *fitted*, and figures derived "
