@@ -120,12 +120,29 @@ def reduction_label(
     sign, ours / paper's in :data:`BAND`), *same direction* (the sign, outside the band) or
     *not reproduced* (the other sign, or none); ``n/a`` when either is missing or the paper's
     is zero (a zero reduction has no sign to share)."""
-    if ours is None or paper is None or paper == 0:
+    if paper is None:
+        return "n/a"
+    return reduction_range_label(ours, paper, paper, partly, seeds)
+
+
+def reduction_range_label(
+    ours: float | None,
+    low: float,
+    high: float,
+    partly: bool = False,
+    seeds: int | None = None,
+) -> str:
+    """:func:`reduction_label` against a paper range of reductions ("up to 19–25%"): with the
+    range's sign, *reproduced* when ours lies in [2/3 of its smaller end, 3/2 of its larger]
+    (of the magnitudes); ``n/a`` when ours is missing or the range has no single sign."""
+    if ours is None or low * high <= 0:
         return "n/a"
     note = seed_note(seeds)
-    if ours * paper <= 0:
+    small, large = sorted((abs(low), abs(high)))
+    mine = ours if low > 0 else -ours
+    if mine <= 0:
         return f"**not reproduced**{note}"
-    if not within(ours / paper):
+    if not BAND[0] * small * (1 - _EDGE) <= mine <= BAND[1] * large * (1 + _EDGE):
         return f"same direction{note}"
     return ("within band, from fitted inputs" if partly else "reproduced") + note
 
@@ -143,6 +160,12 @@ def reduction_verdict(
 def reduction_of_norm(norm: float | None) -> float | None:
     """The reduction a time normalised by its baseline stands for: 1 − ``norm`` (None kept)."""
     return None if norm is None else 1 - norm
+
+
+def reduction_of_speedup(speedup: float | None) -> float | None:
+    """The time reduction an x-fold speed-up (baseline's time / ours) stands for: 1 − 1/x
+    (None when missing or not positive)."""
+    return None if speedup is None or speedup <= 0 else 1 - 1 / speedup
 
 
 def comparable(a: float | None, b: float | None) -> bool | None:

@@ -102,3 +102,27 @@ def test_fitted_cells_are_never_reproductions() -> None:
     assert (
         verdicts.ratio_verdict(1.2, 1.0, partly=True) == "1.20x (within band, from fitted inputs)"
     )
+
+
+@pytest.mark.parametrize(
+    ("ours", "low", "high", "words"),
+    [
+        (0.12, 0.18, 0.25, "reproduced"),  # exactly 2/3 of the smaller end
+        (0.375, 0.18, 0.25, "reproduced"),  # exactly 3/2 of the larger end
+        (0.119, 0.18, 0.25, "same direction"),
+        (0.376, 0.18, 0.25, "same direction"),
+        (-0.1, 0.18, 0.25, "**not reproduced**"),
+        (-0.2, -0.25, -0.18, "reproduced"),  # a range of negative reductions, mirrored
+        (0.2, -0.1, 0.1, "n/a"),  # a range with no single sign
+    ],
+)
+def test_reduction_range_edges(ours: float, low: float, high: float, words: str) -> None:
+    assert verdicts.reduction_range_label(ours, low, high) == words
+
+
+def test_reduction_of_a_speedup() -> None:
+    # A 2x speed-up halves the time; a 0.8x "speed-up" is a 25% longer time.
+    assert verdicts.reduction_of_speedup(2.0) == pytest.approx(0.5)
+    assert verdicts.reduction_of_speedup(0.8) == pytest.approx(-0.25)
+    assert verdicts.reduction_of_speedup(0.0) is None
+    assert verdicts.reduction_of_speedup(None) is None
