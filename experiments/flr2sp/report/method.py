@@ -29,7 +29,7 @@ def _settings_line(name: str, s: Mapping[str, Any]) -> str:
     )
 
 
-def scale_text(code: str, reuse: str) -> list[str]:
+def scale_text() -> list[str]:
     """The "how these numbers were made" section, from the scale settings and profiles."""
     from experiments.flr2sp.outliers_scoring import SETTING as scoring
     from fl_r2sp.emulation.profiles import (
@@ -45,10 +45,9 @@ def scale_text(code: str, reuse: str) -> list[str]:
     return [
         "## How these numbers were made",
         "",
-        f"- Engine code version `{code}` (hash of `fl_r2sp/` without `cluster/`, "
-        "`experiments/common/provenance.py`); each section says which code version computed "
-        "its runs. "
-        f"Reuse of older code's runs: `{reuse}` (`FL_R2SP_REUSE_RUNS`).",
+        "- Code versions: each FL section says which code version (hash of `fl_r2sp/` without "
+        "`cluster/`, `experiments/common/provenance.py`) and which commit computed its runs; a "
+        "run made by uncommitted edits is never shown.",
         "- Engine: `fl_r2sp.server.runner.run` in-process over the virtual clock "
         "(deterministic); times are *virtual* seconds of the emulated deployment.",
         f"- Network: `paper-ec2` = fair-shared server link of {PAPER_SERVER_FAIR / 1e6:g} MB/s "

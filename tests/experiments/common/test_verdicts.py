@@ -78,7 +78,8 @@ def test_accuracy_verdict_text() -> None:
 
 
 @pytest.mark.parametrize(
-    ("r", "inside"), [(2 / 3, True), (1.5, True), (0.135 / 0.09, True), (0.66, False), (1.51, False)]
+    ("r", "inside"),
+    [(2 / 3, True), (1.5, True), (0.135 / 0.09, True), (0.66, False), (1.51, False)],
 )
 def test_value_band_edges(r: float, inside: bool) -> None:
     assert verdicts.within(r) is inside
