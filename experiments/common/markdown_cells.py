@@ -81,7 +81,8 @@ def tally(rows: Sequence[Mapping[str, str]]) -> str:
     seen: Counter[str] = Counter()
     for row in rows:
         for key, value in row.items():
-            word = value.strip("*")  # "**not reproduced**" is bold in a table
+            # "**not reproduced**" is bold in a table; ", one seed" follows the word
+            word = value.replace("**", "").split(",")[0]
             if (key.startswith(("verdict", "claim")) or key == "exact") and word in VERDICT_WORDS:
                 seen[word] += 1
     return ", ".join(f"{word} {seen[word]}" for word in VERDICT_WORDS if seen[word]) or "none"

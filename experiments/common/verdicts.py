@@ -89,6 +89,11 @@ def seed_note(seeds: int | None) -> str:
     return ", one seed" if seeds == 1 else ""
 
 
+def plain(words: str) -> str:
+    """Verdict words without their Markdown emphasis (for a CSV cell or a table column)."""
+    return words.replace("**", "")
+
+
 def label(r: float, fitted: bool = False, partly: bool = False, seeds: int | None = None) -> str:
     """Verdict words for ratio ``r`` of a value (time, ratio, count) with the given fit status."""
     if fitted:

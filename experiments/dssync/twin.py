@@ -97,7 +97,7 @@ def verdict(ours: float, paper: float, speedup: bool) -> str:
         )
     else:
         words = verdicts.label(ours / paper)
-    return words.strip("*")
+    return verdicts.plain(words)
 
 
 def main() -> None:

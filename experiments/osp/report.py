@@ -58,7 +58,7 @@ def throughput_verdict(row: dict[str, str]) -> str:
     words = verdicts.reduction_label(
         verdicts.reduction_of_speedup(ours), verdicts.reduction_of_speedup(paper), seeds=seeds
     )
-    return words.strip("*")
+    return verdicts.plain(words)
 
 
 def _reading(rows: list[dict[str, str]], best: str) -> str:

@@ -79,10 +79,10 @@ def _float(value: str | None) -> float | None:
 
 def _judged(ours: float | None, paper: float, reading: str, seeds: int | None) -> str:
     if reading == "value":
-        return "n/a" if ours is None else verdicts.label(ours / paper, seeds=seeds).strip("*")
+        return "n/a" if ours is None else verdicts.plain(verdicts.label(ours / paper, seeds=seeds))
     if reading == "norm":
         ours, paper = verdicts.reduction_of_norm(ours), 1 - paper
-    return verdicts.reduction_label(ours, paper, seeds=seeds).strip("*")
+    return verdicts.plain(verdicts.reduction_label(ours, paper, seeds=seeds))
 
 
 def rejudge(
