@@ -55,7 +55,15 @@ def table_lines(rows: Sequence[Mapping[str, str]], keys: Sequence[str]) -> list[
     return out
 
 
-VERDICT_WORDS = ("reproduced", "same direction", "differs", "holds", "does not hold")
+VERDICT_WORDS = (
+    "reproduced",
+    "same direction",
+    "not reproduced",
+    "differs",
+    "holds",
+    "does not hold",
+    "undecided",
+)
 
 
 def md_table(rows: Sequence[Mapping[str, str]], skip: Sequence[str] = ()) -> list[str]:
@@ -73,6 +81,8 @@ def tally(rows: Sequence[Mapping[str, str]]) -> str:
     seen: Counter[str] = Counter()
     for row in rows:
         for key, value in row.items():
-            if (key.startswith(("verdict", "claim")) or key == "exact") and value in VERDICT_WORDS:
-                seen[value] += 1
+            # "**not reproduced**" is bold in a table; ", one seed" follows the word
+            word = value.replace("**", "").split(",")[0]
+            if (key.startswith(("verdict", "claim")) or key == "exact") and word in VERDICT_WORDS:
+                seen[word] += 1
     return ", ".join(f"{word} {seen[word]}" for word in VERDICT_WORDS if seen[word]) or "none"

@@ -198,14 +198,18 @@ def write_provenance(item_dir: Path) -> Path:
     return path
 
 
-def summarise(provenance: dict[str, Any], current: str | None = None) -> str:
-    """One sentence: how many runs each code version computed.
+def uncommitted(provenance: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs of an item's ``provenance.json`` that no commit alone computed: made with
+    uncommitted edits of ``fl_r2sp/`` (``git_dirty``) or outside a git checkout (no commit)."""
+    return [r for r in provenance.get("runs", []) if r.get("git_dirty") or not r.get("git_commit")]
 
-    ``current`` (default: :func:`code_version`) is the engine code at report time; each
-    version is marked as the current code, the code the item ran with, or older code
-    the item reused.
+
+def summarise(provenance: dict[str, Any]) -> str:
+    """One sentence: how many runs each code version computed, and at which commit.
+
+    Each version is marked as the code the item ran with or older code it reused; the engine
+    code at report time is left out, so a report rebuilds the same from the same records.
     """
-    current = current or code_version()
     counts: dict[str, int] = {}
     commits: dict[str, str] = {}
     for row in provenance.get("runs", []):
@@ -218,12 +222,10 @@ def summarise(provenance: dict[str, Any], current: str | None = None) -> str:
     item = provenance.get("code_version")
 
     def what(code: str) -> str:
-        if code == current:
-            return "the current engine code"
         return "the code the item ran with" if code == item else "older code, reused"
 
     parts = [
         f"{n} by code `{code}` ({what(code)}{commits.get(code, '')})"
-        for code, n in sorted(counts.items(), key=lambda kv: (kv[0] != current, kv[0]))
+        for code, n in sorted(counts.items(), key=lambda kv: (kv[0] != item, kv[0]))
     ]
     return "Runs: " + "; ".join(parts) + "."

@@ -1,14 +1,16 @@
 """The rules that turn ours-vs-paper numbers into verdicts, and the cells that were fitted.
 
-Two rules, both stated in the report:
+Three rules, all stated in the report and used by every section (FL and cluster):
 
-* a **time, ratio or count** is *within the band* when ours / paper lies in
-  :data:`BAND`;
-* a **reduction** r (Table V's speedup, Table IV's per-round and convergence
-  improvement) is judged by its *remaining share* 1 − r: (1 − ours) / (1 − paper)
-  must lie in :data:`BAND`. A 91.5% cut against the paper's 76.5% leaves 0.36x
-  the paper's remainder, which is not a reproduction, although the two
-  percentages look close.
+* a **time, ratio or count** is *reproduced* when ours / paper lies in :data:`BAND`;
+* a **reduction** r (a speed-up, Table IV's per-round and convergence improvement, a time
+  normalised by a baseline read as 1 − time) is *reproduced* only when it has the paper's sign
+  and ours / paper's lies in :data:`BAND`; the same sign outside the band is *same direction*;
+  the other sign (or no reduction at all) is *not reproduced*, so a FL-R²SP that converges 16%
+  slower than BSP never counts as reproducing a 22.4% cut;
+* **comparable accuracy** means within :data:`ACCURACY_TOL` (absolute).
+
+A verdict resting on one seed says so (:func:`seed_note`).
 
 Some paper numbers were *inputs* of the emulation profile
 (``fl_r2sp/emulation/profiles.py``, ``docs/paper-notes.md`` §4): they are
@@ -20,8 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-#: Ours / paper (or remaining-share ratio) within this band counts as reproduced.
+#: Ours / paper (of a value, or of a reduction with the paper's sign) within this band counts
+#: as reproduced.
 BAND = (2 / 3, 3 / 2)
+#: Two accuracies are comparable when they differ by at most this much (absolute).
+ACCURACY_TOL = 0.02
+#: Relative slack of the band's and the tolerance's edges: an edge computed in floating point
+#: (0.135 / 0.09 = 1.5000000000000002, 0.80 − 0.78 = 0.020000000000000018) still counts as on it.
+_EDGE = 1e-9
 
 _ALL = frozenset((m, d) for m in ("cnn", "lstm", "resnet20") for d in ("fair", "fcfs"))
 
@@ -72,39 +80,110 @@ def partly_fitted(item: str, metric: str, model: str, discipline: str) -> bool:
 
 
 def within(r: float) -> bool:
-    """``r`` lies in :data:`BAND`."""
-    return BAND[0] <= r <= BAND[1]
+    """``r`` lies in :data:`BAND` (edges included)."""
+    return BAND[0] * (1 - _EDGE) <= r <= BAND[1] * (1 + _EDGE)
 
 
-def label(r: float, fitted: bool = False, partly: bool = False) -> str:
-    """Verdict word for ratio ``r`` of a cell with the given fit status."""
+def seed_note(seeds: int | None) -> str:
+    """``", one seed"`` when a verdict rests on a single seed, else empty (None: not stated)."""
+    return ", one seed" if seeds == 1 else ""
+
+
+def plain(words: str) -> str:
+    """Verdict words without their Markdown emphasis (for a CSV cell or a table column)."""
+    return words.replace("**", "")
+
+
+def label(r: float, fitted: bool = False, partly: bool = False, seeds: int | None = None) -> str:
+    """Verdict words for ratio ``r`` of a value (time, ratio, count) with the given fit status."""
     if fitted:
         return "fitted: a calibration input, not a reproduction"
     if not within(r):
-        return "**not reproduced**"
-    return "within band, from fitted inputs" if partly else "reproduced"
+        return f"**not reproduced**{seed_note(seeds)}"
+    return ("within band, from fitted inputs" if partly else "reproduced") + seed_note(seeds)
 
 
 def ratio_verdict(
-    ours: float | None, paper: float | None, fitted: bool = False, partly: bool = False
+    ours: float | None,
+    paper: float | None,
+    fitted: bool = False,
+    partly: bool = False,
+    seeds: int | None = None,
 ) -> str:
-    """``ours / paper`` and its verdict (``n/a`` when either is missing or paper is 0)."""
+    """``ours / paper`` of a value and its verdict (``n/a`` when either is missing or paper
+    is 0)."""
     if ours is None or not paper:
         return "n/a"
     r = ours / paper
-    return f"{r:.2f}x ({label(r, fitted, partly)})"
+    return f"{r:.2f}x ({label(r, fitted, partly, seeds)})"
 
 
-def remaining_ratio(ours: float | None, paper: float | None) -> float | None:
-    """(1 − ours) / (1 − paper) of two reductions (None if missing or paper is 1)."""
-    if ours is None or paper is None or paper == 1:
-        return None
-    return (1 - ours) / (1 - paper)
-
-
-def remaining_verdict(ours: float | None, paper: float | None, partly: bool = False) -> str:
-    """Remaining-share ratio of two reductions and its verdict."""
-    r = remaining_ratio(ours, paper)
-    if r is None:
+def reduction_label(
+    ours: float | None, paper: float | None, partly: bool = False, seeds: int | None = None
+) -> str:
+    """Verdict words for reduction ``ours`` against the paper's: *reproduced* (the paper's
+    sign, ours / paper's in :data:`BAND`), *same direction* (the sign, outside the band) or
+    *not reproduced* (the other sign, or none); ``n/a`` when either is missing or the paper's
+    is zero (a zero reduction has no sign to share)."""
+    if paper is None:
         return "n/a"
-    return f"remaining {r:.2f}x ({label(r, False, partly)})"
+    return reduction_range_label(ours, paper, paper, partly, seeds)
+
+
+def reduction_range_label(
+    ours: float | None,
+    low: float,
+    high: float,
+    partly: bool = False,
+    seeds: int | None = None,
+) -> str:
+    """:func:`reduction_label` against a paper range of reductions ("up to 19–25%"): with the
+    range's sign, *reproduced* when ours lies in [2/3 of its smaller end, 3/2 of its larger]
+    (of the magnitudes); ``n/a`` when ours is missing or the range has no single sign."""
+    if ours is None or low * high <= 0:
+        return "n/a"
+    note = seed_note(seeds)
+    small, large = sorted((abs(low), abs(high)))
+    mine = ours if low > 0 else -ours
+    if mine <= 0:
+        return f"**not reproduced**{note}"
+    if not BAND[0] * small * (1 - _EDGE) <= mine <= BAND[1] * large * (1 + _EDGE):
+        return f"same direction{note}"
+    return ("within band, from fitted inputs" if partly else "reproduced") + note
+
+
+def reduction_verdict(
+    ours: float | None, paper: float | None, partly: bool = False, seeds: int | None = None
+) -> str:
+    """``ours / paper's`` reduction and its verdict words (:func:`reduction_label`)."""
+    words = reduction_label(ours, paper, partly, seeds)
+    if words == "n/a" or ours is None or not paper:
+        return words
+    return f"{ours / paper:.2f}x ({words})"
+
+
+def reduction_of_norm(norm: float | None) -> float | None:
+    """The reduction a time normalised by its baseline stands for: 1 − ``norm`` (None kept)."""
+    return None if norm is None else 1 - norm
+
+
+def reduction_of_speedup(speedup: float | None) -> float | None:
+    """The time reduction an x-fold speed-up (baseline's time / ours) stands for: 1 − 1/x
+    (None when missing or not positive)."""
+    return None if speedup is None or speedup <= 0 else 1 - 1 / speedup
+
+
+def comparable(a: float | None, b: float | None) -> bool | None:
+    """Whether accuracies ``a`` and ``b`` are within :data:`ACCURACY_TOL` (None if missing)."""
+    if a is None or b is None:
+        return None
+    return abs(a - b) <= ACCURACY_TOL * (1 + _EDGE)
+
+
+def accuracy_verdict(ours: float | None, other: float | None, seeds: int | None = None) -> str:
+    """``ours − other`` (accuracy) and whether they are comparable (``n/a`` if missing)."""
+    same = comparable(ours, other)
+    if same is None or ours is None or other is None:
+        return "n/a"
+    words = "comparable" if same else "**not comparable**"
+    return f"{ours - other:+.3f} ({words}{seed_note(seeds)})"

@@ -8,8 +8,8 @@ Two sources, never mixed:
 * the real CPU runs published by ``python -m experiments.dssync.real`` in
   ``experiments/report/dssync_real/results.json`` (their scale is in the file's arguments).
 
-The verdict rule is the twin's (:func:`experiments.dssync.twin.verdict`, band
-:data:`experiments.dssync.twin.BAND`), applied to DS-Sync's speed-up over each baseline.
+The verdict rule is the twin's (:func:`experiments.dssync.twin.verdict`: the report's rules of
+:mod:`experiments.common.verdicts`), applied to DS-Sync's speed-up over each baseline.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiments.common import verdicts
 from experiments.dssync.real import scale_line, table_lines
-from experiments.dssync.twin import BAND, MODELS, PAPER, twin_times, verdict
 from experiments.dssync.twin import METHODS as TWIN_METHODS
+from experiments.dssync.twin import MODELS, PAPER, twin_times, verdict
 from experiments.dssync.twin import scenario as twin_scenario
 
 DATA = "Cifar10"
@@ -77,15 +78,16 @@ def real_lines(root: Path) -> list[str]:
 
 def dssync_lines(root: Path) -> list[str]:
     """The whole DS-Sync section; ``root`` is ``experiments/report``."""
-    lo, hi = BAND
+    lo, hi = verdicts.BAND
     return [
         "## Cluster mode: DS-Sync against all-reduce, hierarchical all-reduce and gossip",
         "",
         f"Verdict rule, on a ratio of communication times (the twin's table: a baseline's over "
         "DS-Sync's; the real table: all-reduce's over each scheme's), ours against the "
-        f"paper's: *reproduced* when ours / paper lies in [{lo:g}, {hi:g}], *same direction* "
-        "when both are on the same side of one, else *differs*. The paper's rows are its "
-        "CIFAR-10 rows.",
+        "paper's, each read as the time it saves (one minus its inverse), a reduction: "
+        f"*reproduced* with the paper's sign and ours / paper's in [{lo:.2f}, {hi:.2f}], *same "
+        "direction* with the sign outside the band, else *not reproduced*. The paper's rows "
+        "are its CIFAR-10 rows.",
         "",
         *twin_lines(),
         *real_lines(root),

@@ -24,15 +24,17 @@ Assumptions (fixed before any comparison; nothing here is fitted to the paper):
 * DS-Sync runs the static pattern for one period, regroups from the twin's group times with the
   default slowness threshold (1.5) and reports the adjusted pattern's time.
 
-Verdict rule (the brief's): ours / paper within [0.8, 1.25] is *reproduced*; otherwise, for a
-speed-up, both above 1 (or both below) is *same direction*, else *differs*; an absolute time
-outside the band *differs*.
+Verdict rules: the report's (:mod:`experiments.common.verdicts`). A speed-up is read as the
+time it saves (1 − 1/x), a reduction: *reproduced* with the paper's sign and ours / paper's in
+[2/3, 3/2], *same direction* with the sign outside the band, else *not reproduced*; an absolute
+time is *reproduced* when ours / paper lies in the band, else *not reproduced*.
 
 Usage: ``python -m experiments.dssync.twin``.
 """
 
 from __future__ import annotations
 
+from experiments.common import verdicts
 from fl_r2sp.cluster.sim.dssync.engine import (
     RackNet,
     dssync_time,
@@ -41,7 +43,6 @@ from fl_r2sp.cluster.sim.dssync.engine import (
     step_time,
 )
 
-BAND = (0.8, 1.25)
 MODELS = {"Cifar10": 36.5e6 * 4, "Cifar100": 36.5e6 * 4, "ImageNet": 68.9e6 * 4, "SQuAD": 335e6 * 4}
 METHODS = ("AR", "Hier. AR", "Gossip", "DS-Sync")
 
@@ -88,13 +89,15 @@ def twin_times(rn: RackNet, model_bytes: float) -> tuple[tuple[float, ...], str]
 
 
 def verdict(ours: float, paper: float, speedup: bool) -> str:
-    """The rule of the module docstring."""
-    r = ours / paper
-    if BAND[0] <= r <= BAND[1]:
-        return "reproduced"
-    if speedup and (ours > 1) == (paper > 1):
-        return "same direction"
-    return "differs"
+    """The rules of the module docstring (``speedup``: ``ours`` and ``paper`` are speed-ups,
+    else absolute times); words without Markdown emphasis."""
+    if speedup:
+        words = verdicts.reduction_label(
+            verdicts.reduction_of_speedup(ours), verdicts.reduction_of_speedup(paper)
+        )
+    else:
+        words = verdicts.label(ours / paper)
+    return verdicts.plain(words)
 
 
 def main() -> None:

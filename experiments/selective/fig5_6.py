@@ -67,7 +67,7 @@ def fig5_6(out: Path, count: int = TRIALS) -> dict[str, Any]:
                 "claim": f"{_RATIO_NAMES[metric]}: up to {low}-{high}x",
                 "paper": f"{low}-{high}", "ours": f"max {best:.3g} (n=40..200: "
                 + " / ".join(f"{r:.3g}" for r in ratios) + ")",
-                "verdict": range_verdict(best, low, high),
+                "verdict": range_verdict(metric, best, low, high),
             })  # fmt: skip
         claims += _shape_claims(rows, trace, fig)
     d = write_item(out, "fig5_6", rows, claims)

@@ -15,7 +15,7 @@ from experiments.selective.trials import (
     PAPER_WASTED_PCT,
     TRACES,
     TRIALS,
-    claim,
+    bound_claim,
     panels,
     write_item,
 )
@@ -32,11 +32,19 @@ def fig7(out: Path, count: int = TRIALS) -> dict[str, Any]:
             ms = " / ".join(f"{1e3 * r[f'{key}_s_median']:.3g}" for r in sub)
             claims.append({
                 "figure": "Fig. 7", "trace": trace,
-                "claim": f"wasted wait < 0.01% of the 100 s, {reading} reading",
+                "claim": f"wasted wait < 0.01% of the 100 s, {reading} reading, waits still open "
+                "at the cutoff counted as wasted (an upper bound)",
                 "paper": f"< {PAPER_WASTED_PCT}% (a few ms per worker)",
                 "ours": f"median ms/worker {ms}; worst trial {worst:.3g}%",
-                "verdict": claim(worst < PAPER_WASTED_PCT),
+                "verdict": bound_claim(worst < PAPER_WASTED_PCT),
             })  # fmt: skip
+        claims.append({
+            "figure": "Fig. 7", "trace": trace,
+            "claim": "wasted wait < 0.01% of the 100 s, waits still open at the cutoff excluded "
+            "(the paper's meaning)",
+            "paper": f"< {PAPER_WASTED_PCT}% (a few ms per worker)",
+            "ours": "not separated by the simulator (the rows above bound it)", "verdict": "n/a",
+        })  # fmt: skip
         waited = " / ".join(f"{r['waited_s_median']:.3g}" for r in sub)
         claims.append({
             "figure": "Fig. 7", "trace": trace,

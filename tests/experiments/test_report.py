@@ -1,4 +1,4 @@
-"""The report's prose holds no typed figure, and its verdict rules work as stated."""
+"""The report's prose holds no typed figure (the verdict rules: ``common/test_verdicts.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from experiments.common import verdicts
 from tests.paths import REPO
 
 HERE = REPO / "experiments"
@@ -63,26 +62,3 @@ def test_report_prose_has_no_typed_figures(name: str, tables: bool) -> None:
     assert typed == []
     assert FIGURE.search("pushes of 0.38 s") and FIGURE.search("about 3x")
     assert not FIGURE.search("fl_r2sp table4 paper-ec2 FL-R²SP outlier_top_over_097")
-
-
-def test_remaining_share_rule() -> None:
-    # The issue's example: a 91.5% cut against the paper's 76.5% leaves 0.36x its remainder.
-    assert verdicts.remaining_ratio(0.915, 0.765) == pytest.approx(0.085 / 0.235)
-    assert "not reproduced" in verdicts.remaining_verdict(0.915, 0.765)
-    assert "(reproduced)" in verdicts.remaining_verdict(0.80, 0.765)  # 0.20 / 0.235 = 0.85
-    assert verdicts.remaining_verdict(None, 0.5) == "n/a"
-
-
-def test_fitted_cells_are_never_reproductions() -> None:
-    assert verdicts.is_fitted("table5", "bsp_pull_s", "cnn", "fair")
-    assert not verdicts.is_fitted("table5", "bsp_pull_s", "lstm", "fair")
-    assert verdicts.partly_fitted("table5", "speedup", "resnet20", "fair")
-    assert not verdicts.partly_fitted("table5", "speedup", "lstm", "fair")
-    assert verdicts.ratio_verdict(1.0, 1.0, fitted=True) == (
-        "1.00x (fitted: a calibration input, not a reproduction)"
-    )
-    assert verdicts.ratio_verdict(1.2, 1.0) == "1.20x (reproduced)"
-    assert verdicts.ratio_verdict(1.6, 1.0) == "1.60x (**not reproduced**)"
-    assert (
-        verdicts.ratio_verdict(1.2, 1.0, partly=True) == "1.20x (within band, from fitted inputs)"
-    )

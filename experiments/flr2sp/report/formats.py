@@ -30,16 +30,23 @@ def vs(row: dict | None, key: str, ref: float | None, item: str = "") -> str:
         return "n/a"
     cell = (item, key, row.get("model", ""), row.get("discipline", ""))
     return verdicts.ratio_verdict(
-        row[f"{key}_mean"], ref, verdicts.is_fitted(*cell), verdicts.partly_fitted(*cell)
+        row[f"{key}_mean"],
+        ref,
+        verdicts.is_fitted(*cell),
+        verdicts.partly_fitted(*cell),
+        row.get("n"),
     )
 
 
 def rem(row: dict | None, key: str, ref: float | None, item: str = "") -> str:
-    """Remaining-share verdict of reduction ``key`` (see :mod:`experiments.common.verdicts`)."""
+    """Verdict of reduction ``key`` against the paper's ``ref`` (sign and band, see
+    :mod:`experiments.common.verdicts`), with a one-seed note from the row's ``n``."""
     if not row:
         return "n/a"
     cell = (item, key, row.get("model", ""), row.get("discipline", ""))
-    return verdicts.remaining_verdict(row.get(f"{key}_mean"), ref, verdicts.partly_fitted(*cell))
+    return verdicts.reduction_verdict(
+        row.get(f"{key}_mean"), ref, verdicts.partly_fitted(*cell), row.get("n")
+    )
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -29,7 +29,7 @@ def _settings_line(name: str, s: Mapping[str, Any]) -> str:
     )
 
 
-def scale_text(code: str, reuse: str) -> list[str]:
+def scale_text() -> list[str]:
     """The "how these numbers were made" section, from the scale settings and profiles."""
     from experiments.flr2sp.outliers_scoring import SETTING as scoring
     from fl_r2sp.emulation.profiles import (
@@ -45,10 +45,9 @@ def scale_text(code: str, reuse: str) -> list[str]:
     return [
         "## How these numbers were made",
         "",
-        f"- Engine code version `{code}` (hash of `fl_r2sp/` without `cluster/`, "
-        "`experiments/common/provenance.py`); each section says which code version computed "
-        "its runs. "
-        f"Reuse of older code's runs: `{reuse}` (`FL_R2SP_REUSE_RUNS`).",
+        "- Code versions: each FL section says which code version (hash of `fl_r2sp/` without "
+        "`cluster/`, `experiments/common/provenance.py`) and which commit computed its runs; a "
+        "run made by uncommitted edits is never shown.",
         "- Engine: `fl_r2sp.server.runner.run` in-process over the virtual clock "
         "(deterministic); times are *virtual* seconds of the emulated deployment.",
         f"- Network: `paper-ec2` = fair-shared server link of {PAPER_SERVER_FAIR / 1e6:g} MB/s "
@@ -85,10 +84,14 @@ def verdict_rules() -> list[str]:
     """The verdict rules and the fitted cells, from :mod:`experiments.common.verdicts`."""
     lo, hi = verdicts.BAND
     return [
-        "**Verdict rules.** A time, ratio or count is *reproduced* when ours / paper lies in "
-        f"[{lo:.2f}, {hi:.2f}]. A reduction (a speedup or an improvement) is judged by what "
-        "it leaves: our remaining share (one minus the reduction) over the paper's must lie in "
-        "the same band.",
+        "**Verdict rules** (every section, FL and cluster; `experiments/common/verdicts.py`). "
+        "A time, ratio or count is *reproduced* when ours / paper lies in "
+        f"[{lo:.2f}, {hi:.2f}]. A reduction (a speed-up, an improvement, or a time normalised "
+        "by its baseline, read as one minus it) is *reproduced* only when it has the paper's "
+        "sign and ours / paper's lies in the same band; the same sign outside the band is "
+        "*same direction*; the other sign (or none) is *not reproduced*. Accuracies are "
+        f"*comparable* when they differ by at most {verdicts.ACCURACY_TOL:g} (absolute). Seed "
+        "counts stand beside every figure, and a verdict resting on one seed says so.",
         "",
         "**Fitted, never reproductions.** These paper numbers were inputs of the emulation "
         f"profile (`{paper.CALIBRATION_NOTES}`); their cells say *fitted*, and figures derived "

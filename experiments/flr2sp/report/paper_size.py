@@ -91,7 +91,9 @@ def filter_table(d: dict) -> list[str]:
             ms(x, "gain_points"),
             ms(x, "gain_relative", pct=True),
             f"{100 * paper.FIG15_FILTER_LOSS:.0f}%",
-            verdicts.ratio_verdict(x.get("gain_relative_mean"), paper.FIG15_FILTER_LOSS),
+            verdicts.reduction_verdict(
+                x.get("gain_relative_mean"), paper.FIG15_FILTER_LOSS, seeds=x["n"]
+            ),
         ]
         for x in d.get("filter_pairs", [])
     ]
@@ -214,7 +216,8 @@ def _filter_text(d: Summary) -> str:
     gains = [
         f"{x['scheme']}: {num(scaled(mean(x, 'gain_points'), 100), 1)} points "
         f"({pct(mean(x, 'gain_relative'))}, seeds: {x['n']}; "
-        f"{verdicts.ratio_verdict(mean(x, 'gain_relative'), paper.FIG15_FILTER_LOSS)})"
+        + verdicts.reduction_verdict(mean(x, "gain_relative"), paper.FIG15_FILTER_LOSS, x["n"])
+        + ")"
         for x in d.get("filter_pairs", [])
         if mean(x, "gain_points") is not None
     ]
@@ -233,7 +236,8 @@ def _conv_text(d: Summary) -> str:
         who = "earlier" if imp > 0 else "later"
         parts.append(
             f"filter {r['filter']} (seeds: {r['n']}): FL-R²SP converges {pct(abs(imp))} {who} "
-            f"than BSP ({verdicts.remaining_verdict(imp, ref)} against the paper's {pct(ref)} "
+            f"than BSP ({verdicts.reduction_verdict(imp, ref, seeds=r['n'])} against the "
+            f"paper's {pct(ref)} "
             f"cut); its group round is {num(mean(r, 'flr2sp_round_s'))} s against BSP's round "
             f"of {num(mean(r, 'bsp_round_s'))} s, and it needs "
             f"{num(ratio(mean(r, 'flr2sp_rounds'), mean(r, 'bsp_rounds')))}x BSP's number of "
@@ -241,14 +245,16 @@ def _conv_text(d: Summary) -> str:
         )
     final = {r["scheme"]: mean(r, "final_accuracy") for r in d["table"]}
     acc = [
-        ratio(final.get(f), final.get(b))
+        (final.get(f), final.get(b))
         for b, f in (("bsp", "fl-r2sp"), ("bsp-nofilter", "fl-r2sp-nofilter"))
     ]
     text = "Table IV: " + ("; ".join(parts) or "no pair of runs cached") + "."
-    if any(a is not None for a in acc):
+    if any(f is not None and b is not None for f, b in acc):
         text += (
-            f" FL-R²SP's final accuracy over BSP's (the paper: comparable): {span(acc)} "
-            f"(filter on, then off; {verdicts.ratio_verdict(acc[0], 1.0)} with the filter on)."
+            " FL-R²SP's final accuracy minus BSP's (the paper: comparable, within "
+            f"{verdicts.ACCURACY_TOL:g}): "
+            + ", ".join(verdicts.accuracy_verdict(f, b) for f, b in acc)
+            + " (filter on, then off)."
         )
     return text
 

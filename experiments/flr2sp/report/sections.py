@@ -120,16 +120,23 @@ def item_lines(
     title, section, note = SECTIONS[item]
     lines = [f"## {title}", ""]
     d = summaries.get(item)
+    command = f"`python -m experiments.flr2sp.{item}`"
     if d is None:
+        return lines + [f"Not run (no committed record `{item}/summary.json`): {command}.", ""]
+    prov = load_summary(out, item, "provenance.json")
+    if prov is None:
+        return lines + [f"Not run (its record has no `provenance.json`): {command}.", ""]
+    dirty = provenance.uncommitted(prov)
+    if dirty:
         return lines + [
-            f"Not run (no `{item}/summary.json`): `python -m experiments.flr2sp.{item}`.",
+            f"Not run from committed code ({len(dirty)} of its {len(prov.get('runs', []))} runs "
+            f"were made by uncommitted edits or outside a git checkout): {command}.",
             "",
         ]
-    prov = load_summary(out, item, "provenance.json")
     lines += [
         f"Scale `{d['scale']}`, seeds {d['seeds']}. Paper: {paper.CLAIMS.get(item, '')}",
         "",
-        provenance.summarise(prov) if prov else "Runs: code version not recorded.",
+        provenance.summarise(prov),
         "",
     ]
     lines += section(d) + [""]
@@ -161,7 +168,28 @@ def missing_lines(item: str, d: Summary) -> list[str]:
     ]
 
 
+#: The last report whose FL-R²SP numbers came from a run cache that was never committed (some
+#: runs made by uncommitted edits): pointed to, not repeated, where no committed record exists.
+UNRECORDED_REPORT = "9a1c5d3"
+
+
 def flr2sp_lines(out: Path, keep: Path, report_dir: Path) -> list[str]:
-    """Every FL-R²SP item's section from the summaries under ``out`` (missing: "not run")."""
+    """Every FL-R²SP item's section from the committed records under ``out`` (missing, or made
+    by uncommitted edits: "not run", with the command that computes it)."""
     summaries = {i: d for i in ITEMS if (d := load_summary(out, i)) is not None}
-    return [line for item in ITEMS for line in item_lines(out, keep, item, summaries, report_dir)]
+    head = [
+        "## The FL-R²SP items: what is recorded",
+        "",
+        "Each item below is computed from its committed record under `experiments/results/` "
+        "(`<item>/summary.json`, `summary.csv`, `runs.csv`, `provenance.json`; made by "
+        "`python -m experiments.flr2sp.<item>`) and only when every run of it was made by a "
+        "committed code version; otherwise it says *not run* with the command that computes "
+        f"it. Recorded: {len(summaries)} of {len(ITEMS)} items. The report of commit "
+        f"{UNRECORDED_REPORT} showed numbers for the others from a run cache that was never "
+        f"committed (`git show {UNRECORDED_REPORT}:experiments/REPORT.md`); they are not "
+        "repeated here, as no committed record holds their runs.",
+        "",
+    ]
+    return head + [
+        line for item in ITEMS for line in item_lines(out, keep, item, summaries, report_dir)
+    ]

@@ -269,11 +269,11 @@ def note_table5(d: Summary, _: dict[str, Summary]) -> str:
         (
             r["model"],
             r["discipline"],
-            verdicts.remaining_ratio(mean(r, "speedup"), paper.TABLE5[r["model"]]["speedup"]),
+            ratio(mean(r, "speedup"), paper.TABLE5[r["model"]]["speedup"]),
         )
         for r in rows
     ]
-    ok = [f"{m} ({disc})" for m, disc, x in rem if x is not None and verdicts.within(x)]
+    ok = [f"{m} ({disc})" for m, disc, x in rem if x is not None and x > 0 and verdicts.within(x)]
     return (
         "**Reading.** The pulls of the CNN and ResNet20 were fitted (above). BSP's push is "
         f"{span(push['fair'])} the paper's under fair sharing and {span(push['fcfs'])} under "
@@ -283,7 +283,7 @@ def note_table5(d: Summary, _: dict[str, Summary]) -> str:
         f"{span(flpush['fair'])} (fair) and {span(flpush['fcfs'])} (FCFS) the paper's; the "
         "calibrated profiles have no per-transfer cost (the group-size sweep tries one). The "
         "communication "
-        f"reduction leaves {span(x for *_, x in rem)} the paper's remaining share; within the "
+        f"reduction is {span(x for *_, x in rem)} the paper's; with its sign and within the "
         f"band: {', '.join(ok) or 'none'}."
     )
 

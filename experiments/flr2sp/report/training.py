@@ -33,16 +33,12 @@ def note_table4(d: Summary, _: dict[str, Summary]) -> str:
     rem = []
     for r in rt:
         p = paper.TABLE4[r["model"]]
-        rem.append(
-            verdicts.remaining_ratio(
-                mean(r, "round_reduction"), 1 - p["flr2sp_round_s"] / p["bsp_round_s"]
-            )
-        )
+        rem.append(ratio(mean(r, "round_reduction"), 1 - p["flr2sp_round_s"] / p["bsp_round_s"]))
     text = (
         f"**Per-round time.** FL-R²SP's group round is {span(fl)} the paper's. BSP's round is "
         f"{span(bsp)} the paper's; it is a fitted input (the seconds per iteration were derived "
         "from it with the paper's pull and push), so its deviation is our pull + push minus the "
-        f"paper's. The per-round reduction leaves {span(rem)} the paper's remaining share."
+        f"paper's. The per-round reduction is {span(rem)} the paper's."
     )
     conv = []
     for r in d.get("table", []):
@@ -88,8 +84,19 @@ def note_fig15(d: Summary, _: dict[str, Summary]) -> str:
             f"{x['scheme']}: the filter {'costs' if gain < 0 else 'gains'} "
             f"{num(abs(100 * gain), 1)} points ({pct(mean(x, 'gain_relative'))} of the accuracy "
             f"with it; seeds: {x['n']}; "
-            f"{verdicts.ratio_verdict(mean(x, 'gain_relative'), paper.FIG15_FILTER_LOSS)})"
+            + verdicts.reduction_verdict(
+                mean(x, "gain_relative"), paper.FIG15_FILTER_LOSS, seeds=x["n"]
+            )
+            + ")"
         )
+    fl, bsp = (one(rows, scheme=s) for s in ("fl-r2sp", "bsp"))
+    seeds = min((r.get("n") or 0) for r in (fl, bsp) if r is not None) if fl and bsp else None
+    same = (
+        " FL-R²SP's final accuracy minus BSP's (the paper: comparable, within "
+        f"{verdicts.ACCURACY_TOL:g}): "
+        + verdicts.accuracy_verdict(mean(fl, "final_accuracy"), mean(bsp, "final_accuracy"), seeds)
+        + "."
+    )
     asp = mean(one(rows, scheme="asp"), "final_accuracy")
     others = [
         mean(one(rows, scheme=s), "final_accuracy") for s in ("bsp-nofilter", "fl-r2sp-nofilter")
@@ -106,6 +113,7 @@ def note_fig15(d: Summary, _: dict[str, Summary]) -> str:
         f"{pct(paper.FIG15_FILTER_LOSS)} accuracy. Here "
         + ("; ".join(parts) or "no pair ran")
         + "."
+        + same
         + asp_text
         + " Runs stop at the round cap or on stagnation, so final accuracies "
         "are at different virtual times; the curves show every seed against virtual time. Why "

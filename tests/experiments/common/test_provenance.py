@@ -105,4 +105,15 @@ def test_older_code_runs_are_reused_only_when_asked(
     row = next(r for r in prov["runs"] if r["label"] == "r-bsp-mlp")
     assert row["code_version"] == "0000000000" and row["current"] is False
     assert "older code, reused" in provenance.summarise(prov)
-    assert "current engine code" in provenance.summarise(prov, current="0000000000")
+    assert "the code the item ran with" in provenance.summarise(
+        {**prov, "code_version": "0000000000"}
+    )
+
+
+def test_uncommitted_runs_are_the_dirty_and_the_commitless() -> None:
+    runs = [
+        {"label": "a", "git_commit": "abc", "git_dirty": False},
+        {"label": "b", "git_commit": "abc", "git_dirty": True},
+        {"label": "c", "git_commit": None, "git_dirty": None},
+    ]
+    assert [r["label"] for r in provenance.uncommitted({"runs": runs})] == ["b", "c"]
