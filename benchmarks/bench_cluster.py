@@ -6,7 +6,7 @@ Three measurements (and a fourth for GPU machines), printed side by side with th
 (a) PS overhead. The runtime (``python -m fl_r2sp.cluster``, ASP, scripted zero compute so
     only communication remains) against raw gloo point-to-point with the same message size
     and number of workers (a PS rank with one thread per worker doing ``recv`` then ``send``,
-    launched the same way through torch's elastic launcher), alternated ``--a-repeats`` times;
+    launched by ``torchrun --standalone``), alternated ``--a-repeats`` times;
     medians of the per-iteration times. Goal: runtime iteration time <= 1.2x raw.
 (b) R²SP vs BSP mean iteration time with a throttled PS link (``--server-bandwidth``), 1 PS +
     8 workers, a model whose transfers dominate (``mlp-wide``, 4.9 MB). Goal: R²SP >= 25 %

@@ -3,11 +3,13 @@
 or ``python -m fl_r2sp.cluster --scheme allreduce|partial|selective --workers 8 --link-max 40
 ...`` (decentralised workers, no parameter server; ``--help`` lists every family's flags).
 
-Validates the flags, starts the ranks (S parameter servers and N workers, or N workers) on
-this machine through torch's elastic launcher (as ``torchrun --standalone``), prints the
-coordinator's progress lines and the run summary, and exits 0 on success, 1 if the run failed,
-2 on bad flags. Across machines, run ``torchrun ... -m fl_r2sp.cluster.runtime.rank`` with the
-same flags instead (README, "Cluster mode").
+Validates the flags (a setting that turns the scheme into another is refused, or warned about
+where a user may mean it), starts the ranks (S parameter servers and N workers, or N workers)
+on this machine as supervised processes (:mod:`fl_r2sp.cluster.runtime.local`), prints the
+coordinator's progress lines and the run summary. Exit status: 0 when the run ended well (a
+scheme that continues without a lost worker included), 1 if it failed or timed out, 2 on bad
+flags, 130 when interrupted (Ctrl-C). Across machines, run ``torchrun ... -m
+fl_r2sp.cluster.runtime.rank`` with the same flags instead (README, "Cluster mode").
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import json
 import sys
 from collections.abc import Sequence
 
+#: Exit status of an interrupted run (the shell's 128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the cluster mode from the command line; return the exit status."""
@@ -23,14 +28,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fl_r2sp.cluster.runtime.launcher import ClusterRunError, launch
 
     cfg, ns = parse(argv)
+    for caveat in cfg.caveats():
+        print(f"[cluster] warning: {caveat}", file=sys.stderr, flush=True)
     print(f"[cluster] {describe(cfg, ns.scheme)}", flush=True)
     try:
         summary = launch(cfg, start_method=ns.launch_method)
     except ClusterRunError as exc:
         if exc.summary is not None:
             print(json.dumps(exc.summary, indent=2, default=str))
-        print(f"[cluster] FAILED: {exc}", file=sys.stderr, flush=True)
-        return 1
+        print(f"[cluster] {exc.status.upper()}: {exc}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED if exc.status == "interrupted" else 1
     except (RuntimeError, FileNotFoundError) as exc:
         print(f"[cluster] cannot start: {exc}", file=sys.stderr, flush=True)
         return 2

@@ -169,6 +169,15 @@ class ClusterConfig:
                 )
         return self
 
+    def caveats(self) -> list[str]:
+        """Warnings about settings a user may mean although they turn the scheme into another:
+        one worker (every scheme is plain SGD), and the scheme record's own
+        (:meth:`~fl_r2sp.cluster.policies.common.params.PSParams.caveats`)."""
+        out = self.scheme.caveats(self.workers)
+        if self.workers == 1:
+            out.insert(0, "one worker: every scheme is plain single-worker SGD")
+        return out
+
     def parameter_count(self) -> int:
         """Number of trainable parameters of the configured model (builds it once)."""
         from fl_r2sp.cluster.models import build_model, param_count

@@ -2,8 +2,8 @@
 
 Two ways in:
 
-* :func:`run_rank` is the function the in-process launcher hands to torch's elastic agent
-  (``python -m fl_r2sp.cluster``); tests also call it in plain processes with an explicit
+* :func:`run_rank` is what every rank process of the one-command launcher runs
+  (``python -m fl_r2sp.cluster``, :mod:`fl_r2sp.cluster.runtime.local`) with an explicit
   ``init_method``.
 * ``torchrun --nnodes ... --nproc-per-node ... --rdzv-backend c10d --rdzv-endpoint HOST:PORT
   -m fl_r2sp.cluster.runtime.rank <the same flags as python -m fl_r2sp.cluster>`` runs

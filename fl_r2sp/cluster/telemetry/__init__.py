@@ -3,7 +3,7 @@
 
 from .figures import gantt_window, job_rows, plots
 from .stats import ZERO_GAP_S, gap_stats, read_rows, shard_gaps, summarize
-from .writer import MARKER, PS_FIELDS, WORKER_FIELDS, ClusterRunWriter
+from .writer import MARKER, PS_FIELDS, WORKER_FIELDS, ClusterRunWriter, read_json
 
 __all__ = [
     "MARKER",
@@ -15,6 +15,7 @@ __all__ = [
     "gap_stats",
     "job_rows",
     "plots",
+    "read_json",
     "read_rows",
     "shard_gaps",
     "summarize",

@@ -1,13 +1,16 @@
 """The run directory of a cluster run: per-iteration worker rows, PS arrivals, policy trace.
 
 Files (all written by :meth:`ClusterRunWriter.close`, each through a temporary file and an
-atomic rename, the ``COMPLETE`` marker last, so a reader that sees the marker sees whole files):
+atomic rename, the ``COMPLETE`` marker last, so a reader that sees the marker sees whole files;
+``workers.csv`` is also appended to and flushed row by row while the run goes, so a run that
+never reaches ``close`` keeps its iterations, with the columns of its first row):
 
 * ``workers.csv``: one row per worker and iteration, columns :data:`WORKER_FIELDS` then any
   extra fields in first-seen order;
 * ``ps_updates.csv``: one row per update arrival at a PS shard (:data:`PS_FIELDS`);
 * ``permissions.csv``: the coordinator policy's decision trace (columns as given);
-* ``run.json``: ``{"config": ..., "summary": ..., "stats": ...}`` (stats from :mod:`.stats`);
+* ``run.json``: ``{"config": ..., "summary": ..., "stats": ...}`` (stats from :mod:`.stats`),
+  beside what an earlier ``run.json`` held (the roster of ranks written at the start);
 * ``COMPLETE``: empty marker.
 
 Worker-row semantics (the Gantt chart relies on them): ``t_start`` and ``t_end`` are seconds
@@ -28,7 +31,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .stats import summarize
 
@@ -60,6 +63,8 @@ class ClusterRunWriter:
         self.trace: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._closed = False
+        # The live workers.csv (file, CSV writer), opened at the first row.
+        self._live: tuple[TextIO, csv.DictWriter[str]] | None = None
 
     def worker_row(self, **fields: Any) -> None:
         """Record one worker iteration (``worker`` and ``iteration`` are required ints)."""
@@ -67,6 +72,22 @@ class ClusterRunWriter:
             if not isinstance(fields.get(key), int):
                 raise ValueError(f"worker_row needs an int {key!r}, got {fields.get(key)!r}")
         self._append(self.workers, fields)
+        with self._lock:
+            self._stream(fields)
+
+    def _stream(self, row: dict[str, Any]) -> None:
+        """Append ``row`` to the live ``workers.csv`` and flush (caller holds the lock)."""
+        if self._live is None:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            columns = list(WORKER_FIELDS) + [k for k in row if k not in WORKER_FIELDS]
+            fh: TextIO = open(self.run_dir / "workers.csv", "w", encoding="utf-8", newline="")  # noqa: SIM115
+            rows = csv.DictWriter(fh, fieldnames=columns, restval="", extrasaction="ignore",
+                                  lineterminator="\n")  # fmt: skip
+            rows.writeheader()
+            self._live = (fh, rows)
+        fh, rows = self._live
+        rows.writerow(row)
+        fh.flush()
 
     def ps_row(self, shard: int, worker: int, iteration: int, t: float) -> None:
         """Record that ``worker``'s update of ``iteration`` reached PS ``shard`` at ``t`` s."""
@@ -96,18 +117,30 @@ class ClusterRunWriter:
             if self._closed:
                 raise RuntimeError(f"ClusterRunWriter({self.run_dir}) is already closed")
             self._closed = True
+            if self._live is not None:
+                self._live[0].close()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         marker = self.run_dir / MARKER
         marker.unlink(missing_ok=True)  # a rerun into the same folder is incomplete until done
         _write_atomic(self.run_dir / "workers.csv", _csv(self.workers, WORKER_FIELDS))
         _write_atomic(self.run_dir / "ps_updates.csv", _csv(self.ps, PS_FIELDS))
         _write_atomic(self.run_dir / "permissions.csv", _csv(self.trace, ()))
-        doc = {"config": self.config, "summary": dict(summary or {}),
+        doc = {**read_json(self.run_dir / "run.json"), "config": self.config,
+               "summary": dict(summary or {}),
                "stats": summarize(self.workers, self.ps)}  # fmt: skip
         text = json.dumps(_clean(doc), indent=2, sort_keys=True, default=str)
         _write_atomic(self.run_dir / "run.json", text + "\n")
         _write_atomic(marker, "")
         return self.run_dir
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    """The JSON object in ``path``, or {} when it is missing or unreadable."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:

@@ -82,6 +82,11 @@ class PSParams(ABC):
         """
         return None  # most schemes run on any job shape
 
+    def caveats(self, workers: int) -> list[str]:
+        """Warnings about knobs that make the scheme behave like another, which a user may
+        still mean (none by default); refusals belong in :meth:`check` / :meth:`check_job`."""
+        return []
+
     def policy(self, num_workers: int, batch_size: int) -> TracedPolicy:
         """Validate, then build the scheme's coordinator policy for ``num_workers`` workers.
 

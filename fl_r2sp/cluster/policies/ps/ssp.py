@@ -101,6 +101,12 @@ class SSPParams(PSParams):
         """Raise ValueError unless ``bound`` is an integer >= 0."""
         check_int("ssp_bound", self.bound, 0)
 
+    def caveats(self, workers: int) -> list[str]:
+        """s = 0 is BSP's timing (warned, not refused: a comparison may want it)."""
+        if self.bound == 0:
+            return ["--ssp-bound 0: no worker may run ahead, SSP takes BSP's timing"]
+        return []
+
     def make(self, num_workers: int, batch_size: int) -> SSPPolicy:
         """An :class:`SSPPolicy` for ``num_workers`` workers."""
         return SSPPolicy(num_workers, batch_size, self)

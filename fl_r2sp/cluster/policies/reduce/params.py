@@ -2,7 +2,9 @@
 
 Defaults and where they come from (``docs/paper-notes.md`` §5):
 
-* ``p_fraction`` = 0.3: the selective-reduce paper's p = 0.3n (p = round(0.3n), at least 1).
+* ``p_fraction`` = 0.3: the selective-reduce paper's p = 0.3n. The rule is
+  p = max(2, round(0.3·n)), at most n: a group of one never synchronises anyone, so the floor
+  is 2 (with 4 workers round(1.2) = 1 would turn partial reduce into local SGD).
 * ``eta`` η = 0.3 and ``theta`` θ = 1: the paper's defaults for BAG and BPAWR.
 * ``delta_t`` Δt = 0.1 s: **ours**. The paper gives no value; 0.1 s is about a third of the
   mean compute round of the synthetic traces (``fl_r2sp.cluster.sim.reduce.workload``), fixed
@@ -38,7 +40,8 @@ class ReduceParams:
     scheme : str
         One of :data:`REDUCE_SCHEMES`.
     p_fraction : float, default 0.3
-        Minimum group size as a fraction of n, in (0, 1]; p = max(1, round(p_fraction · n)).
+        Minimum group size as a fraction of n, in (0, 1]; p = max(2, round(p_fraction · n)),
+        at most n.
     p : int or None, default None
         Explicit minimum group size (>= 1); overrides ``p_fraction`` when given.
     eta : float, default 0.3
@@ -100,11 +103,47 @@ class ReduceParams:
         return self
 
     def group_min(self, num_workers: int) -> int:
-        """The minimum group size p for ``num_workers`` workers (never above n)."""
+        """The minimum group size p for ``num_workers`` workers: the explicit ``p``, else
+        max(2, round(p_fraction · n)); never above n (:meth:`check_workers` refuses an explicit
+        p above n in a run)."""
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
-        p = self.p if self.p is not None else max(1, round(self.p_fraction * num_workers))
+        p = self.p if self.p is not None else max(2, round(self.p_fraction * num_workers))
         return min(p, num_workers)
+
+    def check_workers(self, num_workers: int) -> list[str]:
+        """Refuse the group sizes that turn this scheme into another on ``num_workers``
+        workers; return warnings for those a user may mean.
+
+        Partial and selective reduce need 2 <= p <= n: p = 1 never synchronises (local SGD),
+        p > n cannot form a group (it used to be clamped to n silently). p = n is allowed with a
+        warning: every group waits for all workers, an all-reduce with staleness weights, which
+        a comparison may want. Selective reduce's ``full_sync_every`` = 1 makes every sync a
+        full all-reduce and is refused.
+
+        Raises
+        ------
+        ValueError
+            Naming the setting and the scheme it would become.
+        """
+        if self.scheme == "allreduce":
+            return []
+        n = num_workers
+        if self.p is not None and self.p > n:
+            raise ValueError(f"--group-min {self.p} exceeds the {n} workers: {self.scheme} reduce "
+                             "would wait for a group that can never form")  # fmt: skip
+        p = self.group_min(n)
+        if p < 2:
+            raise ValueError(f"{self.scheme} reduce with p = {p} (n = {n}) never "
+                             "synchronises: every worker would train alone; use p >= 2 and >= 2 "
+                             "workers")  # fmt: skip
+        if self.full_sync_every == 1:
+            raise ValueError("--full-sync-every 1 makes every selective sync a full all-reduce; "
+                             "use --scheme allreduce for that")  # fmt: skip
+        if p == n:
+            return [f"{self.scheme} reduce with p = n = {n}: every group waits for all workers "
+                    "(an all-reduce with staleness weights)"]  # fmt: skip
+        return []
 
 
 def _real(value: object) -> bool:

@@ -128,6 +128,11 @@ def ps_report_key(server: int) -> str:
     return f"{PREFIX}ps/{server}"
 
 
+def rank_key(rank: int) -> str:
+    """Set by every rank as it joins: its role, pid and host (JSON), for ``run.json``."""
+    return f"{PREFIX}rank/{rank}"
+
+
 def exit_key(rank: int) -> str:
     """Set by every rank just before it leaves."""
     return f"{PREFIX}exit/{rank}"

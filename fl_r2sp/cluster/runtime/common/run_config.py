@@ -28,6 +28,11 @@ class RunConfig(Protocol):
         """Raise ValueError on a bad field; return the config."""
         ...
 
+    def caveats(self) -> list[str]:
+        """Warnings about settings that turn the scheme into another but that a user may
+        mean (the refused ones raise in :meth:`validate`)."""
+        ...
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (the run directory's ``config.json``)."""
         ...

@@ -44,7 +44,7 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
     a("--contended-share", type=float, default=0.5,
       help="share of a contended link's rate left to the job (--scenario) [0.5]")  # fmt: skip
     a("--racks", type=parse_racks, default=(),
-      help="rack map, e.g. 0,1,2,3/4,5,6,7 [one rack of all workers]")  # fmt: skip
+      help="rack map, e.g. 0,1,2,3/4,5,6,7 (dssync and hierarchical need one) [none]")  # fmt: skip
     a("--nic-caps", type=parse_floats, default=(),
       help="per-worker NIC caps, MB/s (0 = none) [none]")  # fmt: skip
     a("--uplink-caps", type=parse_floats, default=(), help="per-rack uplink caps, MB/s [none]")

@@ -30,6 +30,8 @@ from fl_r2sp.cluster.runtime.peer.config import (
 )
 
 DSSYNC_SCHEMES: tuple[str, ...] = ("dssync", "allreduce", "hierarchical", "gossip")
+#: The schemes whose groups follow the racks: without a rack map they are plain all-reduce.
+RACKED: tuple[str, ...] = ("dssync", "hierarchical")
 SCENARIOS: tuple[str, ...] = ("S1", "S2", "S3")
 
 Racks = tuple[tuple[int, ...], ...]
@@ -96,6 +98,10 @@ class DSSyncRunConfig(PeerRunMixin):
         self.params.validate()
         if self.scheme not in DSSYNC_SCHEMES:
             raise ValueError(f"scheme must be one of {DSSYNC_SCHEMES}, got {self.scheme!r}")
+        if self.scheme in RACKED and not self.racks:
+            raise ValueError(f"{self.scheme} without racks is plain all-reduce (one rack of "
+                             "everyone): give --racks or --scenario, or use --scheme "
+                             "allreduce")  # fmt: skip
         n = check_racks(self.rack_map())
         if n != self.base.workers:
             raise ValueError(f"racks cover {n} ranks but the run has {self.base.workers} workers")
@@ -108,6 +114,15 @@ class DSSyncRunConfig(PeerRunMixin):
         if not (math.isfinite(self.boundary_timeout_s) and self.boundary_timeout_s > 0):
             raise ValueError(f"boundary_timeout_s must be > 0, got {self.boundary_timeout_s!r}")
         return self
+
+    def caveats(self) -> list[str]:
+        """Warnings about settings a user may mean: one explicit rack (DS-Sync and hierarchical
+        all-reduce then synchronise like a flat all-reduce; a test of the degenerate case may
+        want it), and the shared ones of ``base``."""
+        out = self.base.caveats()
+        if self.scheme in RACKED and len(self.racks) == 1:
+            out.append(f"{self.scheme} on one rack synchronises like a flat all-reduce")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict; inverse of :meth:`from_dict`."""

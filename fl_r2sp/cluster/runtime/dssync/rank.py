@@ -96,6 +96,8 @@ class Lead:
         self.trace: list[dict[str, Any]] = []
         self.plan = Plan(tuple(range(cfg.world_size)))
         self.t0 = 0.0
+        # Rows reach workers.csv at each boundary, so a run that fails keeps them.
+        self.writer = ClusterRunWriter(run_dir, config=cfg.to_dict())
 
     def run(self, worker: DSSyncWorker) -> dict[str, Any]:
         """Start the workers, train, average, evaluate, write the run directory."""
@@ -124,8 +126,11 @@ class Lead:
             left = max(0.001, deadline - time.monotonic())
             with contextlib.suppress(TimeoutError):
                 reports[w] = wait_get(self.store, report_key(b, w), left)
-        for rep in reports.values():
-            self.rows.extend(rep.get("rows", []))
+        rows = sorted((r for rep in reports.values() for r in rep.get("rows", [])),
+                      key=lambda r: (r["t_start"], r["worker"]))  # fmt: skip
+        for row in rows:
+            self.writer.worker_row(**row)
+        self.rows.extend(rows)
         lost = sorted(set(self.plan.live) - set(reports))
         params, scheme = self.cfg.params, self.cfg.scheme
         plan = decide(reports, self.cfg.rack_map(), self.plan, scheme, params, self.cfg.regroup)
@@ -146,13 +151,12 @@ class Lead:
     def _close(self, worker: DSSyncWorker, final: tuple[torch.Tensor, torch.Tensor] | None,
                elapsed: float, error: str | None) -> dict[str, Any]:  # fmt: skip
         base = self.cfg.base
-        writer = ClusterRunWriter(self.run_dir, config=self.cfg.to_dict())
-        for row in sorted(self.rows, key=lambda r: (r["t_start"], r["worker"])):
-            writer.worker_row(**row)
+        writer = self.writer
         writer.trace_rows(self.trace)
         summary: dict[str, Any] = {
             "status": "failed" if error or final is None else "ok",
             "error": error or (None if final is not None else "rank 0 was left out"),
+            "reason": error or ("completed" if final is not None else "rank 0 was left out"),
             "scheme": self.cfg.scheme, "workers": base.workers, "model": base.model,
             "dataset": base.dataset, "parameters": self.num_params, "elapsed_s": elapsed,
             "racks": [list(r) for r in self.cfg.rack_map()],

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -26,10 +25,8 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
 from fl_r2sp.cluster.models import build_model
-from fl_r2sp.cluster.runtime.common import protocol as P
-from fl_r2sp.cluster.runtime.common.context import set_json, wait_get
+from fl_r2sp.cluster.runtime.common import run_dir as R
 from fl_r2sp.cluster.runtime.common.job import WATCHDOG_GRACE_S, env_int, local_rank_of, watchdog
-from fl_r2sp.cluster.runtime.ps.leader import make_run_dir
 
 
 class PeerRunConfig(Protocol):
@@ -119,18 +116,10 @@ def initial_flat(base: ClusterConfig) -> torch.Tensor:
 def open_run(
     store: Any, base: ClusterConfig, scheme: str, rank: int, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Rank 0: create the run directory and publish ``{"epoch", "run_dir", **extra}``; the
-    others: wait (``base.timeout_s``) for it. Returns the published dict.
-
-    The directory is named ``<scheme>-<model>-<dataset>-w<workers>-seed<seed>-<local time>``
-    under ``base.run_dir``; ``epoch`` is rank 0's wall clock, the zero of every rank's
-    telemetry clock.
-    """
-    if rank != 0:
-        return wait_get(store, P.EPOCH_KEY, base.timeout_s, delete=False)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    name = f"{scheme}-{base.model}-{base.dataset}-w{base.workers}-seed{base.seed}"
-    run_dir = make_run_dir(base.run_dir, f"{name}-{stamp}")
-    info: dict[str, Any] = {"epoch": time.time(), "run_dir": str(run_dir), **(extra or {})}
-    set_json(store, P.EPOCH_KEY, info)
-    return info
+    """:func:`fl_r2sp.cluster.runtime.common.run_dir.open_run` for a serverless run: every rank
+    is worker ``rank`` (rank 0 also leads); the folder is
+    ``<scheme>-<model>-<dataset>-w<workers>-seed<seed>-<local time>`` under ``base.run_dir``.
+    Returns the published ``{"epoch", "run_dir", **extra}``."""
+    name = R.run_name(scheme, f"w{base.workers}", base)
+    role = {"role": "worker", "worker": rank}
+    return R.open_run(store, rank, base.workers, role, base.run_dir, name, base.timeout_s, extra)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,27 +30,6 @@ from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_j
 from fl_r2sp.cluster.runtime.ps.coordinator import Coordinator, CoordinatorResult
 from fl_r2sp.cluster.runtime.ps.server import ParameterServer
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
-
-
-def make_run_dir(parent: str, name: str) -> Path:
-    """Create ``parent/name`` (``name-2``, ``name-3``, ... if taken) and return it."""
-    base = Path(parent)
-    base.mkdir(parents=True, exist_ok=True)
-    for i in range(1, 1000):
-        path = base / (name if i == 1 else f"{name}-{i}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free run directory name {name!r} under {base}")
-
-
-def run_name(cfg: Any) -> str:
-    """Default run folder name: scheme, model, dataset, sizes, seed and start time."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return (f"{cfg.scheme.scheme}-{cfg.model}-{cfg.dataset}-w{cfg.workers}s{cfg.servers}"
-            f"-seed{cfg.seed}-{stamp}")  # fmt: skip
 
 
 def run_leader(
@@ -151,6 +129,7 @@ def _summary(ctx: RankContext, result: CoordinatorResult, rows: list[dict[str, A
         "scheme": cfg.scheme.scheme, "workers": cfg.workers, "servers": cfg.servers,
         "model": cfg.model, "dataset": cfg.dataset, "parameters": ctx.num_params,
         "stop_reason": result.stop_reason, "elapsed_s": elapsed,
+        "reason": "; ".join(errors) if errors else result.stop_reason,
         "pushes": result.pushes, "iterations_per_worker": per_worker,
         "pushes_per_s": result.pushes / elapsed,
         "iterations_per_s": result.pushes / elapsed / cfg.workers,

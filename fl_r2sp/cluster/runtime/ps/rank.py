@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +24,7 @@ from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
 from fl_r2sp.cluster.models import build_model
 from fl_r2sp.cluster.policies.common.base import CoordinatorPolicy
 from fl_r2sp.cluster.runtime.common import protocol as P
-from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json
 from fl_r2sp.cluster.runtime.common.job import (
     WATCHDOG_GRACE_S,
     env_int,
@@ -33,7 +32,8 @@ from fl_r2sp.cluster.runtime.common.job import (
     local_rank_of,
     watchdog,
 )
-from fl_r2sp.cluster.runtime.ps.leader import make_run_dir, run_leader, run_name, run_other_server
+from fl_r2sp.cluster.runtime.common.run_dir import open_run, run_name
+from fl_r2sp.cluster.runtime.ps.leader import run_leader, run_other_server
 from fl_r2sp.cluster.runtime.ps.worker import Worker
 
 #: A family's part of a PS run: ``play(ctx, policy, flat, model) -> summary (rank 0) or None``.
@@ -97,12 +97,8 @@ def _join_and_play(
         [p for p in model.parameters() if p.requires_grad]).detach().clone()  # fmt: skip
     bounds = P.shard_bounds(flat.numel(), cfg.servers)
     store = new_store()
-    if rank == 0:
-        run_dir = make_run_dir(cfg.run_dir, run_name(cfg))
-        info: dict[str, Any] = {"epoch": time.time(), "run_dir": str(run_dir)}
-        set_json(store, P.EPOCH_KEY, info)
-    else:
-        info = wait_get(store, P.EPOCH_KEY, cfg.timeout_s, delete=False)
+    name = run_name(cfg.scheme_name, f"w{cfg.workers}s{cfg.servers}", cfg)
+    info = open_run(store, rank, world_size, role_of(cfg, rank), cfg.run_dir, name, cfg.timeout_s)
     ctx = RankContext(cfg, rank, world_size, local_rank, bounds, flat.numel(),
                       float(info["epoch"]), str(info["run_dir"]))  # fmt: skip
     policy = cfg.scheme.policy(cfg.workers, cfg.batch_size)
@@ -120,6 +116,16 @@ def _join_and_play(
         raise
     finally:
         leave(store, ctx.rank, ctx.world_size, gone)
+
+
+def role_of(cfg: ClusterConfig, rank: int) -> dict[str, Any]:
+    """``rank``'s roster entry: ``{"role": "ps"}`` for ranks below S, ``{"role": "worker",
+    "worker": w}`` after them; OSP-C's ranks below S host shard and worker (``"ps+worker"``)."""
+    servers = 0 if cfg.scheme.colocated else cfg.servers
+    if rank < servers:
+        return {"role": "ps"}
+    role = "ps+worker" if rank < cfg.servers else "worker"
+    return {"role": role, "worker": rank - servers}
 
 
 def play_ps(

@@ -35,7 +35,7 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
     r, d = ReduceParams("selective"), ReduceRunConfig()
     a = g.add_argument
     a("--group-fraction", type=float, default=r.p_fraction,
-      help=f"partial/selective: p = max(1, round(f·n)) [{r.p_fraction}]")  # fmt: skip
+      help=f"partial/selective: p = max(2, round(f·n)), at most n [{r.p_fraction}]")  # fmt: skip
     a("--group-min", type=int, default=None,
       help="partial/selective: minimum group size p (overrides --group-fraction)")  # fmt: skip
     a("--eta", type=float, default=r.eta, help=f"selective: BAG tolerance η [{r.eta}]")

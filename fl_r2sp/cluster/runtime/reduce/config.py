@@ -107,6 +107,7 @@ class ReduceRunConfig(PeerRunMixin):
         self.reduce.validate()
         if self.reduce.scheme not in REDUCE_SCHEMES:
             raise ValueError(f"unknown reduce scheme {self.reduce.scheme!r}")
+        self.reduce.check_workers(self.base.workers)
         for name in ("link_max_mb_s", "alpha_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
@@ -125,6 +126,10 @@ class ReduceRunConfig(PeerRunMixin):
         ):
             raise ValueError(f"cache_groups must be an integer >= 0, got {self.cache_groups!r}")
         return self
+
+    def caveats(self) -> list[str]:
+        """Warnings about settings a user may mean (p = n; one worker)."""
+        return self.base.caveats() + self.reduce.check_workers(self.base.workers)
 
     def group_timeout_s(self, model_bytes: float, members: int, min_cap_mb_s: float) -> float:
         """How long the controller waits for a launched group's reports: two gloo timeouts

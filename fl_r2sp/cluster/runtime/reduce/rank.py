@@ -99,6 +99,7 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
     elapsed = max(float(stats.get("ended_at", 0.0)) - float(stats.get("started_at", 0.0)), 1e-9)
     summary = {
         "status": "failed" if error else "ok", "error": error, "scheme": cfg.reduce.scheme,
+        "reason": error or stats.get("stop_reason"),
         "workers": base.workers, "model": base.model, "dataset": base.dataset,
         "parameters": num_params, "elapsed_s": elapsed, "link_caps_mb_s": list(cfg.link_caps()),
         "t_started": stats.get("started_at"),  # telemetry clock (s since the epoch) at the start

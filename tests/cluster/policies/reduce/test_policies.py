@@ -173,7 +173,7 @@ def test_weighted_ring_allreduce_is_the_weighted_mean(m, size):
 # -- params and the controller contract ------------------------------------------------
 def test_params_validate_and_p():
     assert ReduceParams("partial").group_min(200) == 60
-    assert ReduceParams("partial", p_fraction=0.01).group_min(40) == 1
+    assert ReduceParams("partial", p_fraction=0.01).group_min(40) == 2  # the floor
     assert ReduceParams("partial", p=7).group_min(5) == 5
     for bad in (
         dict(scheme="x"),

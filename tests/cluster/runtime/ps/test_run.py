@@ -1,6 +1,7 @@
 """The real cluster runtime on CPU/gloo: every test starts a small job (tiny MLP, synthetic
 data) as plain processes (:func:`fl_r2sp.cluster.runtime.local.run_local`), bounded by the
-run's timeouts, except the last two, which go through the one-command elastic launcher."""
+run's timeouts, except the last two, which go through the one-command launcher (its
+supervision of lost ranks: ``tests/cluster/runtime/test_one_command.py``)."""
 
 from __future__ import annotations
 
@@ -162,9 +163,3 @@ def test_the_launcher_rejects_bad_flags_before_starting_ranks(tmp_path: Path) ->
     assert proc.returncode == 2
     assert "exceeds the 4810 parameters" in proc.stderr
     assert not any(tmp_path.iterdir())  # no rank ever created a run directory
-
-
-def test_under_the_launcher_a_dead_rank_process_ends_the_run_naming_it(tmp_path: Path) -> None:
-    proc = _cli(tmp_path, env={KILL_ENV: "1:2"})
-    assert proc.returncode == 1
-    assert "worker 1 (rank 2) exited with code 17" in proc.stderr

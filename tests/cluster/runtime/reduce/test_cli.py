@@ -1,7 +1,7 @@
 """``python -m fl_r2sp.cluster --scheme allreduce|partial|selective``: flags, refusals, real runs.
 
-The two whole runs go through the real command (a subprocess: torch's elastic launcher, tiny
-mlp on synthetic data, 3-4 workers); the flag checks call the parser in-process.
+The two whole runs go through the real command (a subprocess: the supervised one-command
+launcher, tiny mlp on synthetic data, 3-4 workers); the flag checks call the parser in-process.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_selective_flags_reach_the_reduce_run_config() -> None:
     assert (cfg.alpha_s, cfg.cache_groups, cfg.base.model, cfg.base.timeout_s) == (
         0.002, 0, "mlp", 20.0)  # fmt: skip
     drawn, _ = parse(["--scheme", "partial", "--workers", "4", "--link-max", "40", *TINY])
-    assert isinstance(drawn, ReduceRunConfig) and drawn.reduce.group_min(4) == 1  # round(1.2)
+    assert isinstance(drawn, ReduceRunConfig) and drawn.reduce.group_min(4) == 2  # max(2, 1)
     assert len(drawn.link_caps()) == 4 and all(2.0 <= c <= 40.0 for c in drawn.link_caps())
 
 
