@@ -68,6 +68,10 @@ class ClusterConfig:
         computing (empty = all 1).
     iteration_delays : tuple of float [()]
         Per-worker delay in seconds injected into every iteration (empty = none).
+    compute_model : str ["real"]
+        "real": compute times are what this machine gives; "emulated": each worker's compute
+        lasts its measured per-sample cost × batch × multiplier, served by sleeping
+        (:mod:`fl_r2sp.cluster.runtime.ps.compute_model`; PS family only).
     scripted_compute : tuple of tuple of float [()]
         Per-worker, per-iteration compute times: the worker sleeps them instead of training
         and pushes zero gradients (for the runtime-versus-twin test; empty = train).
@@ -111,6 +115,7 @@ class ClusterConfig:
     chunk_kb: int = 256
     compute_multipliers: tuple[float, ...] = ()
     iteration_delays: tuple[float, ...] = ()
+    compute_model: str = "real"
     scripted_compute: tuple[tuple[float, ...], ...] = ()
     devices: tuple[str, ...] = ("cpu",)
     threads: int = 1
@@ -221,6 +226,10 @@ class ClusterConfig:
                 )
             for v in values:
                 _check_float(name, v, low=low)
+        if self.compute_model not in ("real", "emulated"):
+            raise ValueError(
+                f"unknown compute_model {self.compute_model!r}; choose real or emulated"
+            )
         if self.scripted_compute:
             if len(self.scripted_compute) != self.workers:
                 raise ValueError(

@@ -1,7 +1,8 @@
 """Fig. 14 of the R²SP paper in small real CPU runs: injected delays, BSP, SAFA, R²SP + tuning.
 
 The small transformer (copy task), 4 workers with injected delays 0.5, 0.5, 1, 1 s per
-iteration, 1 PS unthrottled; target loss 2.1; normalised by BSP.
+iteration, 1 PS unthrottled; target loss 2.1; normalised by BSP. Emulated dedicated devices
+(``compute_model="emulated"``, see :mod:`experiments.r2sp_cluster.real.fig11`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def fig14_config(label: str, seed: int) -> ClusterConfig:
     return config(
         workers=len(FIG14_DELAYS), servers=1, scheme=params, model="transformer",
         dataset="copy", batch_size=32, lr=0.04, max_iterations=50, loss_threshold=2.1,
-        iteration_delays=FIG14_DELAYS, seed=seed,
+        iteration_delays=FIG14_DELAYS, compute_model="emulated", seed=seed,
     )  # fmt: skip
 
 

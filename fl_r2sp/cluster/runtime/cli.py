@@ -80,6 +80,9 @@ def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a("--chunk-kb", type=int, default=d.chunk_kb, help=f"throttled chunk KiB [{d.chunk_kb}]")
     a("--compute-multipliers", type=_floats, default=d.compute_multipliers,
       help="per-worker slowdown factors >= 1, comma-separated")  # fmt: skip
+    a("--compute-model", choices=("real", "emulated"), default=d.compute_model,
+      help="real compute times, or measured cost x batch x multiplier served by sleeping "
+           f"(emulated dedicated devices) [{d.compute_model}]")  # fmt: skip
     a("--delays", type=_floats, default=d.iteration_delays,
       help="per-worker injected delay per iteration in s, comma-separated")  # fmt: skip
     a("--devices", type=_names, default=d.devices,
@@ -106,6 +109,7 @@ def _base_config(ns: argparse.Namespace) -> ClusterConfig:
         loss_threshold=ns.loss_threshold, convergence_window=ns.convergence_window,
         server_bandwidth_mb_s=ns.server_bandwidth, chunk_kb=ns.chunk_kb,
         compute_multipliers=ns.compute_multipliers, iteration_delays=ns.delays,
+        compute_model=ns.compute_model,
         devices=ns.devices, threads=ns.threads, seed=ns.seed, timeout_s=ns.timeout,
         run_timeout_s=ns.run_timeout, run_dir=ns.run_dir, eval_samples=ns.eval_samples,
         progress_s=ns.progress, plots=not ns.no_plots,

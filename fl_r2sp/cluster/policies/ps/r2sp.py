@@ -15,9 +15,16 @@ Permission-to-Proceed. The coordinator:
   and the default), and ``T_cycle``, the EMA of the time between consecutive grants to the same
   worker (which includes blocking: with r = 1 it can only ratchet up). ``t_measure`` picks the
   one that sets the gap;
-* **first iteration**: every worker starts iteration 0 at once (the paper does not say; this is
-  BSP's first iteration), and T is seeded from the first reports; the stagger appears from
-  iteration 1 on. While no estimate exists the gap is 0;
+* **seeding T** (``t_seed``; the paper does not say how T starts): with "probe" (the default)
+  only the first worker in the order starts iteration 0; the others wait for its report, whose
+  uncontended active time seeds T, and are then granted round-robin at the usual gap, so that
+  every worker's own EMA is seeded by an iteration run in the staggered regime, not by a
+  start in which all N workers contend for the PS at once (that seed was 4x too high on a
+  loaded machine, and with weight 0.1 it takes tens of iterations to decay). It costs one
+  uncontended iteration of the first worker at the start. If the probing worker is lost before
+  it reports, the others are granted with gap 0 until an estimate exists. With "start" every
+  worker starts iteration 0 at once (BSP's first iteration) and the first reports seed T;
+  while no estimate exists the gap is 0;
 * **batch-size tuning** (optional, :mod:`fl_r2sp.cluster.policies.ps.tuning`): the tuned size is
   piggybacked on each permission.
 
@@ -39,6 +46,8 @@ from fl_r2sp.cluster.policies.ps.tuning import TUNING_RULES, BatchTuner
 
 #: Which EMA feeds R²SP's period T: active time (compute + comm) or the full grant-to-grant cycle.
 T_MEASURES: tuple[str, ...] = ("active", "cycle")
+#: How T is seeded: one worker's uncontended first iteration, or every worker starting at once.
+T_SEEDS: tuple[str, ...] = ("probe", "start")
 
 
 class EMA:
@@ -89,6 +98,8 @@ class R2SPPolicy(TracedPolicy):
         params.validate()
         self.gap_factor = float(params.gap_factor)
         self.t_measure = params.t_measure
+        self.t_seed = params.t_seed
+        self.probe: int | None = None  # the worker whose first iteration seeds T ("probe")
         ema_weight, tuning = params.ema_weight, params.tuning
         self.order: tuple[int, ...] = tuple(range(num_workers))
         self.turn = 0  # index into order
@@ -131,11 +142,23 @@ class R2SPPolicy(TracedPolicy):
 
     # -- events ----------------------------------------------------------------
     def start(self, now: float) -> list[Permission]:
-        """Every worker starts iteration 0 at ``now``."""
+        """Iteration 0: the probing worker alone ("probe") or every worker ("start") at ``now``."""
         self.t_last = now
-        for w in self.live:
-            self.last_grant[w] = now
-        return [self.grant(w, 0, now, **self._estimates()) for w in sorted(self.live)]
+        first = self.turn_worker()
+        if self.t_seed == "start" or first is None or len(self.live) == 1:
+            for w in self.live:
+                self.last_grant[w] = now
+            return [self.grant(w, 0, now, **self._estimates()) for w in sorted(self.live)]
+        self.probe = first
+        self.pending.update({w: 0 for w in self.live if w != first})
+        self.note("probe", now, worker=first)
+        self.pending[first] = 0
+        return [self._grant_turn(first, now)]
+
+    def waiting_for_probe(self) -> bool:
+        """True while the live probing worker has not reported its first iteration."""
+        p = self.probe
+        return p is not None and p in self.live and self.ema_active[p].value is None
 
     def on_push(self, report: PushReport) -> list[Permission]:
         """Fold the report into T (and the tuner); grant whoever is due."""
@@ -158,7 +181,13 @@ class R2SPPolicy(TracedPolicy):
         self.pending[w] = report.iteration + 1
         perms = self._advance(report.now)
         if w in self.pending:
-            why = "turn" if self.turn_worker() != w else "gap"
+            why = (
+                "turn"
+                if self.turn_worker() != w
+                else "probe"
+                if self.waiting_for_probe()
+                else "gap"
+            )
             self.note(
                 "hold",
                 report.now,
@@ -172,7 +201,8 @@ class R2SPPolicy(TracedPolicy):
     def next_deadline(self) -> float | None:
         """When the worker whose turn it is may be granted, if it is waiting; else None."""
         w = self.turn_worker()
-        return self.due() if w is not None and w in self.pending else None
+        waiting = w is None or w not in self.pending or self.waiting_for_probe()
+        return None if waiting else self.due()
 
     def on_timer(self, now: float) -> list[Permission]:
         """Grant the waiting worker(s) whose time has come."""
@@ -187,7 +217,12 @@ class R2SPPolicy(TracedPolicy):
     # -- internals ---------------------------------------------------------------
     def _advance(self, now: float) -> list[Permission]:
         perms: list[Permission] = []
-        while (w := self.turn_worker()) is not None and w in self.pending and now >= self.due():
+        while (
+            not self.waiting_for_probe()
+            and (w := self.turn_worker()) is not None
+            and w in self.pending
+            and now >= self.due()
+        ):
             perms.append(self._grant_turn(w, now))
         return perms
 
@@ -233,6 +268,9 @@ class R2SPParams(PSParams):
     t_measure : str, default "active"
         Which T estimate sets the gap: "active" (compute + comm, blocking excluded; the paper's
         definition) or "cycle" (grant-to-grant time).
+    t_seed : str, default "probe"
+        How T is seeded: "probe" (the first worker runs iteration 0 alone and its active time
+        seeds T) or "start" (every worker starts at once; the first reports seed T).
     """
 
     scheme: str = "r2sp"
@@ -241,6 +279,7 @@ class R2SPParams(PSParams):
     tuning: str = "none"
     tuning_warmup: int = 5
     t_measure: str = "active"
+    t_seed: str = "probe"
 
     def check(self) -> None:
         """Raise ValueError naming the first bad knob."""
@@ -251,6 +290,8 @@ class R2SPParams(PSParams):
             raise ValueError(f"unknown tuning {self.tuning!r}; choose one of {TUNING_RULES}")
         if self.t_measure not in T_MEASURES:
             raise ValueError(f"unknown t_measure {self.t_measure!r}; choose one of {T_MEASURES}")
+        if self.t_seed not in T_SEEDS:
+            raise ValueError(f"unknown t_seed {self.t_seed!r}; choose one of {T_SEEDS}")
 
     def make(self, num_workers: int, batch_size: int) -> R2SPPolicy:
         """An :class:`R2SPPolicy` for ``num_workers`` workers."""
@@ -258,7 +299,8 @@ class R2SPParams(PSParams):
 
     @classmethod
     def add_flags(cls, group: argparse._ArgumentGroup) -> None:
-        """The R²SP flags: ``--gap-factor``, ``--ema-weight``, ``--t-measure``, ``--tuning*``."""
+        """The R²SP flags: ``--gap-factor``, ``--ema-weight``, ``--t-measure``, ``--t-seed``,
+        ``--tuning*``."""
         d, a = cls(), group.add_argument
         a("--gap-factor", type=float, default=d.gap_factor, help=f"R²SP r [{d.gap_factor}]")
         a(
@@ -269,6 +311,8 @@ class R2SPParams(PSParams):
         )
         a("--t-measure", choices=T_MEASURES, default=d.t_measure,
           help=f"R²SP T estimate [{d.t_measure}]")  # fmt: skip
+        a("--t-seed", choices=T_SEEDS, default=d.t_seed,
+          help=f"R²SP T seeding: one uncontended probe or all at once [{d.t_seed}]")  # fmt: skip
         a(
             "--tuning",
             choices=TUNING_RULES,
@@ -288,4 +332,5 @@ class R2SPParams(PSParams):
             tuning=ns.tuning,
             tuning_warmup=ns.tuning_warmup,
             t_measure=ns.t_measure,
+            t_seed=ns.t_seed,
         )

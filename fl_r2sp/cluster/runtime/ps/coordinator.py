@@ -74,6 +74,20 @@ class CoordinatorResult:
     evaluator: int | None = None
 
 
+def push_report(w: int, now: float, payload: dict[str, Any]) -> PushReport:
+    """The policy's view of worker ``w``'s request ``payload`` (its iteration telemetry).
+
+    Communication is the pull plus the push: R²SP's T is compute + both transfers.
+    """
+    return PushReport(
+        worker=w, iteration=int(payload["iteration"]), now=now,
+        compute_s=float(payload["compute_s"]),
+        comm_s=float(payload["pull_s"]) + float(payload["push_s"]),
+        blocking_s=float(payload["blocking_s"]), batch_size=int(payload["batch_size"]),
+        loss=float(payload["loss"]),
+    )  # fmt: skip
+
+
 class Coordinator:
     """Runs ``policy`` for the workers of ``ctx`` (see the module docstring).
 
@@ -177,12 +191,7 @@ class Coordinator:
         if self.policy.admission:  # before on_push: the verdict on the state that report meets
             self._verdict(w, k, self.policy.accepts(w))
         now = self.ctx.now()
-        report = PushReport(
-            worker=w, iteration=k, now=now, compute_s=float(payload["compute_s"]),
-            comm_s=float(payload["pull_s"]) + float(payload["push_s"]),
-            blocking_s=float(payload["blocking_s"]), batch_size=int(payload["batch_size"]),
-            loss=float(payload["loss"]),
-        )  # fmt: skip
+        report = push_report(w, now, payload)
         row = {key: payload[key] for key in payload if key != "iteration"}
         self.writer.worker_row(worker=w, iteration=k, staleness=stale, **row)
         live = sum(1 for t in self.tracks if t.lost is None)

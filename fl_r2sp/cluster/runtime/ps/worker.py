@@ -13,7 +13,10 @@ read, same-machine clocks), ``pull_s``, ``compute_s`` (forward + backward, plus 
 compute-multiplier sleep and the injected delay: they emulate a slower machine), ``push_s``.
 
 Heterogeneity: with multiplier ``m`` the worker sleeps ``(m - 1)·c`` after a compute of ``c``
-seconds; ``iteration_delays[w]`` adds a fixed sleep. With ``scripted_compute`` the worker does
+seconds; ``iteration_delays[w]`` adds a fixed sleep. With ``compute_model = "emulated"`` the
+compute instead lasts ``cost · batch · m`` on an emulated dedicated device
+(:mod:`~fl_r2sp.cluster.runtime.ps.compute_model`; the per-sample cost is measured once before
+the ready signal). With ``scripted_compute`` the worker does
 not train: it sleeps the scripted time and pushes a zero gradient (loss NaN).
 
 Faults: if a transfer with a parameter server fails the worker sets the fatal key naming that
@@ -37,6 +40,7 @@ from fl_r2sp.cluster.config import num_classes_of
 from fl_r2sp.cluster.models import batch_loss, build_model
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.ps import compute_model
 from fl_r2sp.cluster.runtime.ps.links import ShardUnreachable, WorkerLinks
 
 KILL_ENV = "FL_R2SP_CLUSTER_KILL"
@@ -81,6 +85,7 @@ class Worker:
         self.links = WorkerLinks(self.w, ctx.bounds, ctx.throttled, cfg.chunk_kb)
         self.store = new_store()
         self.data: Any = None
+        self.cost: float | None = None  # per-sample cost of the emulated device, if emulated
         self.stream: Any = None
         if not cfg.scripted_compute:
             from fl_r2sp.cluster.data import BatchStream, make_dataset
@@ -114,6 +119,10 @@ class Worker:
         # Warm-up pull: gloo connects a pair of ranks on its first message (~0.4 s here), which
         # would otherwise inflate the first iteration's time and R²SP's estimate of T.
         self._transfer(lambda: self.links.pull(self.flat, 0, 0), "warm-up pull")
+        if self.cfg.compute_model == "emulated" and self.data is not None:
+            b = self.cfg.batch_size  # a first batch, not taken from the stream: same data order
+            x, y = self.data.train.x[:b], self.data.train.y[:b]
+            self.cost = compute_model.calibrate(lambda: self._gradient(x, y), int(x.shape[0]))
         set_json(self.store, P.ready_key(self.w), {"t": self.ctx.now()})
         t_req = time.perf_counter()
         k = 0
@@ -145,12 +154,7 @@ class Worker:
             os._exit(17)  # test hook: die abruptly, mid-iteration
         t_pulled = time.perf_counter()
         loss = self._compute(k, batch)
-        extra = (self.cfg.compute_multipliers[self.w] - 1.0) if self.cfg.compute_multipliers else 0
-        compute = time.perf_counter() - t_pulled
-        delay = extra * compute + (self.cfg.iteration_delays[self.w]
-                                   if self.cfg.iteration_delays else 0.0)  # fmt: skip
-        if delay > 0:
-            time.sleep(delay)
+        emulated = self._slow_down(time.perf_counter() - t_pulled, batch)
         t_computed = time.perf_counter()
         self._transfer(lambda: self.links.push(self.grad, k, batch), f"pushing iteration {k}")
         t_pushed = time.perf_counter()
@@ -158,8 +162,28 @@ class Worker:
             "iteration": k, "batch_size": batch, "loss": loss, "blocking_s": t_perm - t_req,
             "pull_s": t_pulled - t_perm, "compute_s": t_computed - t_pulled,
             "push_s": t_pushed - t_computed, "t_start": t_start,
-            "t_end": t_start + (t_pushed - t_req), "device": str(self.device),
+            "t_end": t_start + (t_pushed - t_req), "device": str(self.device), **emulated,
         }  # fmt: skip
+
+    def _slow_down(self, compute: float, batch: int) -> dict[str, Any]:
+        """Sleep the multiplier's and the injected delay; return the emulation's row fields.
+
+        Real compute model: ``(m - 1)`` × the real compute time. Emulated: until the emulated
+        device's ``cost · batch · m`` (:mod:`~fl_r2sp.cluster.runtime.ps.compute_model`).
+        """
+        m = self.cfg.compute_multipliers[self.w] if self.cfg.compute_multipliers else 1.0
+        delay = self.cfg.iteration_delays[self.w] if self.cfg.iteration_delays else 0.0
+        fields: dict[str, Any] = {}
+        if self.cost is None:
+            delay += (m - 1.0) * compute
+        else:
+            target = compute_model.target_s(self.cost, batch, m)
+            compute_model.serve(target, compute)
+            fields = {"compute_target_s": target, "cost_per_sample_s": self.cost,
+                      "overrun": compute > target}  # fmt: skip
+        if delay > 0:
+            time.sleep(delay)
+        return fields
 
     def _compute(self, k: int, batch: int) -> float:
         """Load the pulled parameters, compute one batch's gradient into ``self.grad``."""
@@ -168,7 +192,10 @@ class Worker:
             self.grad.zero_()
             return math.nan
         nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
-        x, y = self.stream.take(batch)
+        return self._gradient(*self.stream.take(batch))
+
+    def _gradient(self, x: torch.Tensor, y: torch.Tensor) -> float:
+        """Forward + backward on ``(x, y)`` into ``self.grad``; returns the batch loss."""
         self.model.train()
         self.model.zero_grad(set_to_none=False)
         loss = batch_loss(self.model, x.to(self.device), y.to(self.device))

@@ -46,6 +46,7 @@ def perms(ps):  # (worker, iteration, at, batch) tuples
         (SSPParams(bound=-1), "ssp_bound"),
         (R2SPParams(tuning="magic"), "tuning"),
         (R2SPParams(t_measure="wall"), "t_measure"),
+        (R2SPParams(t_seed="guess"), "t_seed"),
         (SAFAParams(quorum=0.0), "safa_quorum"),
         (SAFAParams(staleness_bound=-2), "safa_staleness_bound"),
         (SAFAParams(deadline_s=0.0), "safa_deadline_s"),
@@ -119,7 +120,7 @@ def test_ssp_off_by_one_and_release():
 
 # -- R²SP ---------------------------------------------------------------------------------
 def test_r2sp_round_robin_and_gap_hand_computed():
-    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.8, ema_weight=0.1))
+    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.8, ema_weight=0.1, t_seed="start"))
     p.start(0.0)
     # worker 2 asks first but it is worker 0's turn
     assert p.on_push(rep(2, 0, 0.9, compute=0.4, comm=0.5)) == []
@@ -141,7 +142,7 @@ def test_r2sp_round_robin_and_gap_hand_computed():
 
 
 def test_r2sp_ema_weight_and_slowest_worker():
-    p = R2SPPolicy(2, 8, R2SPParams(gap_factor=1.0, ema_weight=0.1))
+    p = R2SPPolicy(2, 8, R2SPParams(gap_factor=1.0, ema_weight=0.1, t_seed="start"))
     p.start(0.0)
     p.on_push(rep(0, 0, 1.0, compute=0.6, comm=0.4))  # active 1.0 seeds the EMA
     assert p.ema_active[0].value == 1.0
@@ -155,7 +156,7 @@ def test_r2sp_ema_weight_and_slowest_worker():
 
 
 def test_r2sp_lost_worker_is_skipped():
-    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.5))
+    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.5, t_seed="start"))
     p.start(0.0)
     assert perms(p.on_push(rep(0, 0, 1.0))) == [(0, 1, 1.0, 8)]
     assert p.on_push(rep(2, 0, 1.0)) == []  # turn of worker 1
@@ -165,6 +166,50 @@ def test_r2sp_lost_worker_is_skipped():
     assert perms(p.on_timer(1.25)) == [(2, 1, 1.25, 8)]
     assert p.on_push(rep(1, 0, 2.0)) == []  # a late push of the dead worker is ignored
     assert p.trace[-1]["event"] == "ignored"
+
+
+def test_r2sp_probe_seeds_t_from_one_uncontended_iteration():
+    """T is seeded by the probing worker's lone first iteration, the others follow at the gap.
+
+    Hand-computed, N = 3, r = 0.9: worker 0 alone reports active 0.6 s at 0.6 -> T = 0.6, gap
+    0.9 * 0.6 / 3 = 0.18: worker 1 at 0.6 (t_last = 0 + 0.18 <= 0.6), worker 2 at 0.78, worker
+    0's iteration 1 at 0.96. Fails if ``start`` grants everyone (t_seed ignored) or if the held
+    workers are granted before the probe reports.
+    """
+    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.9, ema_weight=0.1))
+    assert perms(p.start(0.0)) == [(0, 0, 0.0, 8)]
+    assert p.next_deadline() is None  # nothing is due before the probe reports
+    assert p.on_timer(5.0) == []
+    got = perms(p.on_push(rep(0, 0, 0.6, compute=0.5, comm=0.1)))
+    assert got == [(1, 0, 0.6, 8)]
+    assert p.estimate("active") == pytest.approx(0.6)
+    assert (due := p.next_deadline()) == pytest.approx(0.78)
+    assert perms(p.on_timer(due)) == [(2, 0, due, 8)]
+    assert (due := p.next_deadline()) == pytest.approx(0.96)
+    assert perms(p.on_timer(due)) == [(0, 1, due, 8)]
+    # worker 1's own first iteration (staggered, 0.7 s) seeds its EMA; T = max(0.6, 0.7)
+    p.on_push(rep(1, 0, 1.3, compute=0.6, comm=0.1))
+    assert p.estimate("active") == pytest.approx(0.7)
+
+
+def test_r2sp_lost_probe_releases_the_others():
+    """If the probing worker dies before reporting, the others start (gap 0, no estimate)."""
+    p = R2SPPolicy(3, 8, R2SPParams())
+    p.start(0.0)
+    assert perms(p.on_worker_lost(0, 2.0)) == [(1, 0, 2.0, 8), (2, 0, 2.0, 8)]
+
+
+def test_r2sp_t_averages_active_time_without_blocking():
+    """The EMA of T folds in compute + comm only, never the blocking time.
+
+    Kills the mutation ``ema_active[w].update(report.active_s + report.blocking_s)``: every
+    other test reports blocking 0.
+    """
+    p = R2SPPolicy(2, 8, R2SPParams(gap_factor=1.0, ema_weight=0.5, t_seed="start"))
+    p.start(0.0)
+    p.on_push(rep(0, 0, 1.0, compute=0.6, comm=0.4, block=0.0))
+    p.on_push(rep(0, 1, 4.0, compute=0.2, comm=0.2, block=2.5))
+    assert p.ema_active[0].value == pytest.approx(0.5 * 1.0 + 0.5 * 0.4)
 
 
 # -- batch-size tuning --------------------------------------------------------------------
@@ -181,7 +226,9 @@ def test_tuning_rules_reproduce_table_iii():
 
 def test_tuner_piggybacks_table_iii_on_r2sp_permissions():
     speeds, blocks = (429.0, 628.0, 917.0), (0.0, 0.62, 0.82)
-    p = R2SPPolicy(3, 512, R2SPParams(gap_factor=0.0, tuning="idle", tuning_warmup=1))
+    p = R2SPPolicy(
+        3, 512, R2SPParams(gap_factor=0.0, tuning="idle", tuning_warmup=1, t_seed="start")
+    )
     p.start(0.0)
     for w in range(3):  # iteration 0 is not used for tuning
         p.on_push(PushReport(w, 0, 1.0, 512 / speeds[w], 0.1, 0.0, 512))

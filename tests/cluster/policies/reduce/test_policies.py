@@ -129,6 +129,20 @@ def test_bpawr_launch_hold_and_theta():
     assert weak.decision == "launch" and weak.expected == 0
 
 
+@pytest.mark.parametrize(
+    ("theta", "delta_t", "decision"), [(10.0, 5.0, "launch"), (50.0, 0.5, "wait")]
+)
+def test_bpawr_threshold_is_theta_times_delta_t(theta, delta_t, decision):
+    """The saving (38.98 s) is compared with θ·Δt, not θ: Δt ≠ 1 here.
+
+    θ·Δt = 50 > 38.98 -> launch although θ = 10 alone would wait; θ·Δt = 25 -> wait although
+    θ = 50 alone would launch. Kills the mutation ``saved > cfg.theta``.
+    """
+    prog = FixedProgress({2: 0.7, 3: 0.6})  # probabilities independent of Δt
+    assert bpawr([0, 1], BW, TRAINING, ELAPSED, cfg(theta=theta, delta_t=delta_t),
+                 prog).decision == decision  # fmt: skip
+
+
 def test_bpawr_literal_reading():
     prog = FixedProgress({2: 0.7, 3: 0.6})
     # printed BAG (base p + 1 = 3) keeps w1 with the virtual worker: nothing saved, F = False

@@ -155,3 +155,18 @@ def test_no_flag_is_a_prefix_of_a_torchrun_flag_and_torchrun_passes_them_through
     assert ns.training_script_args == argv[argv.index("--scheme") :]
     cfg = config_from_namespace(build_parser().parse_args(ns.training_script_args))
     assert (cfg.scheme.scheme, cfg.workers, cfg.servers, cfg.run_timeout_s) == ("bsp", 8, 2, 9)
+
+
+def test_push_report_counts_the_pull_in_t():
+    """The policy's active time is compute + pull + push of the worker's request.
+
+    Kills the mutation ``comm_s=float(payload["push_s"])`` (the runtime's T leaving out the pull),
+    and one reading the blocking into the active time.
+    """
+    from fl_r2sp.cluster.runtime.ps.coordinator import push_report
+
+    payload = {"iteration": 3, "compute_s": 0.5, "pull_s": 0.25, "push_s": 0.125,
+               "blocking_s": 2.0, "batch_size": 16, "loss": 1.5}  # fmt: skip
+    rep = push_report(2, 7.0, payload)
+    assert (rep.worker, rep.iteration, rep.now, rep.batch_size) == (2, 3, 7.0, 16)
+    assert rep.comm_s == 0.375 and rep.active_s == 0.875 and rep.blocking_s == 2.0

@@ -262,3 +262,29 @@ def test_selective_launches_the_last_live_worker_alone() -> None:
     assert ctl.on_worker_lost(1, 0.4) == []
     launches = ctl.on_worker_lost(2, 0.5)
     assert [la.members for la in launches] == [(0,)] and launches[0].weights == (1.0,)
+
+
+def test_reduce_worker_uses_the_controllers_weight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A member all-reduces with the weight the controller assigned to it, not 1/m.
+
+    Kills the mutation ``weight = 1 / len(members)`` in ``ReduceWorker._reduce``: the staleness
+    (iteration) weights 0.5/0.3/0.2 differ from 1/3.
+    """
+    from types import SimpleNamespace
+
+    from fl_r2sp.cluster.runtime.reduce import worker as rw
+
+    seen: list[float] = []
+
+    def fake_allreduce(flat: torch.Tensor, weight: float, *args: object) -> int:
+        seen.append(weight)
+        return 0
+
+    monkeypatch.setattr(rw, "weighted_allreduce", fake_allreduce)
+    groups = SimpleNamespace(drop=lambda names: None, get=lambda *a: "pg")
+    me = object.__new__(rw.ReduceWorker)
+    base = SimpleNamespace(timeout_s=5.0)
+    me.__dict__.update(w=0, groups=groups, flat=torch.zeros(3), backup=torch.zeros(3),
+                       bucket=None, chunk_bytes=1024, base=base)  # fmt: skip
+    out = me._reduce({"members": [3, 0, 2], "weights": [0.5, 0.3, 0.2], "pg": "g", "build": 0})
+    assert out["ok"] and seen == [0.3]

@@ -164,8 +164,10 @@ def test_tuning_in_twin_fills_fast_workers_idle_time():
         server_bandwidth=1000 * MB,
         iterations=30,
     )
-    plain = simulate(spec(scheme_params("r2sp"), 8, **kw))
-    tuned = simulate(spec(scheme_params("r2sp", tuning="idle"), 8, **kw))
+    # All at once: with the probe start the equally slow worker 1 starts a turn after worker 0,
+    # and worker 0 blocks behind it for a few iterations of the 5-iteration tuning warm-up.
+    plain = simulate(spec(scheme_params("r2sp", t_seed="start"), 8, **kw))
+    tuned = simulate(spec(scheme_params("r2sp", tuning="idle", t_seed="start"), 8, **kw))
     sizes = next(e for e in tuned.trace if e["event"] == "tune")["batch_sizes"]
     assert sizes["0"] == 512 < sizes["2"] < sizes["4"]
     fast_block = plain.mean("blocking_s", skip=10, worker=4)
