@@ -14,6 +14,7 @@ and how to fix it.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
@@ -286,8 +287,11 @@ class RunConfig:
         for key, value in run_config.items():
             name = key.replace("-", "_")
             if name not in known:
+                close = difflib.get_close_matches(key, cls.keys(), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ValueError(
-                    f"unknown run-config key {key!r}; known keys: " + ", ".join(sorted(cls.keys()))
+                    f"unknown run-config key {key!r}; {hint}accepted keys: "
+                    + ", ".join(sorted(cls.keys()))
                 )
             kwargs[name] = _coerce(known[name], value)
         kwargs.update(overrides)

@@ -43,9 +43,13 @@ def coerce(f: dataclasses.Field[Any], value: Any) -> Any:
             raise ValueError(f"{key_of(f.name)}={value!r}: expected true or false")
         return value
     if isinstance(default, int):
-        if isinstance(value, bool) or not float(value).is_integer():
+        try:
+            whole = not isinstance(value, bool) and float(value).is_integer()
+        except (TypeError, ValueError):  # 'abc', or a string Flower passed through
+            whole = False
+        if not whole:
             raise ValueError(f"{key_of(f.name)}={value!r}: expected an integer")
-        return int(value)
+        return value if isinstance(value, int) else int(float(value))
     if isinstance(default, float):
         try:
             return float(value)

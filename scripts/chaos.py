@@ -63,6 +63,7 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     stop_groups,
     wait_http_ok,
 )
+from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
 from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E402
 
 #: Two always-rejected members in each default group of 4 (group 1: ids 1 and 3, a 1e30 update
@@ -99,15 +100,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run_config(args: argparse.Namespace, run_dir: Path) -> str:
-    """The run's overrides: wall clock, short local jobs, the attack, the time budget."""
-    keys = (
-        f"num-groups={args.groups} fraction={args.fraction:g} local-iterations=5 eval-every=4 "
-        f"max-updates=0 time-budget={args.duration:g} seed={args.seed} plots=false "
-        f"job-timeout=120.0 max-lost-share=1.0 node-wait=60.0 attack='{args.attack}' "
-        f"run-dir='{run_dir.as_posix()}'"
-    )
-    return f"{keys} {args.run_config}".strip()
+def run_config(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
+    """The run's keys: wall clock, short local jobs, the attack, the time budget; then the
+    user's ``--run-config`` over them (the user's value wins)."""
+    own = {
+        "clock": "wall", "num-partitions": args.num_supernodes, "num-groups": args.groups,
+        "fraction": args.fraction, "local-iterations": 5, "eval-every": 4, "max-updates": 0,
+        "time-budget": args.duration, "seed": args.seed, "plots": False,
+        "max-lost-share": 1.0, "node-wait": 60.0,
+        "attack": args.attack, "run-dir": run_dir.as_posix(),
+    }  # fmt: skip
+    return merge_overrides(own, args.run_config)
 
 
 class Chaos:
@@ -285,6 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     (home / "logs").mkdir()
     app = HERE.parent
     runs = args.run_dir.resolve() if args.run_dir is not None else home / "runs"
+    keys = run_config(args, runs)
+    try:
+        check_run_config(keys)  # before Flower sees it: its refusal names no key
+    except ValueError as exc:
+        print(f"chaos: {exc}", file=sys.stderr)
+        shutil.rmtree(home, ignore_errors=True)
+        return 2
     others: list[Any] = []
     nodes: dict[int, Any] = {}
 
@@ -302,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_http_ok(f"http://127.0.0.1:{link_port}/health", 60.0, others[0], None)
         for i in range(n):
             nodes[i] = start_node(i)
-        cmd = dl.flwr_run_cmd(app, n, run_config(args, runs))
+        cmd = dl.flwr_run_cmd(app, keys)
         print("$", " ".join(cmd), flush=True)
         flwr = subprocess.Popen(
             cmd,

@@ -4,7 +4,8 @@
 Unlike ``flwr run .`` (the simulation engine), this is Flower's deployment
 runtime: separate SuperLink and SuperNode processes talking over HTTP, one
 ``flwr-clientapp`` process per message, real (wall-clock) time. The run
-config gets ``clock='wall' num-partitions=N`` first, then ``--run-config``.
+config is ``clock='wall' num-partitions=N`` with ``--run-config`` applied over it,
+checked before anything starts (a bad key or value exits with 2, naming it).
 
 Usage::
 
@@ -97,6 +98,7 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     stop_groups,
     wait_http_ok,
 )
+from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
 from fl_r2sp.flower.secure_deploy import (  # noqa: E402
     intruder_verdicts,
     listed_nodes,
@@ -167,12 +169,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--num-supernodes must be >= 1, got {args.num_supernodes}")
     if not (args.app / "pyproject.toml").is_file():
         p.error(f"--app {args.app} has no pyproject.toml: pass the Flower app's folder")
+    # Checked here, before Flower sees it: Flower's own refusal names no key.
+    args.overrides = {"clock": "wall", "num-partitions": args.num_supernodes}
+    try:
+        args.overrides = merge_overrides(args.overrides, args.run_config)
+        check_run_config(args.overrides)
+    except ValueError as exc:
+        p.error(str(exc))
     return args
 
 
 def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
     """Run ``flwr run`` to the end (or ``--timeout``); return the exit code."""
-    cmd = flwr_run_cmd(args.app.resolve(), args.num_supernodes, args.run_config)
+    cmd = flwr_run_cmd(args.app.resolve(), args.overrides)
     print("$", " ".join(cmd), flush=True)
     lines: list[str] = []
     proc = subprocess.Popen(
