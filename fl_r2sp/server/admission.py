@@ -110,22 +110,29 @@ class AdmissionParams:
 
 @dataclass
 class Ledger:
-    """What became of every job: accepted, rejected by reason, dropped by reason."""
+    """What became of every job: accepted, rejected by reason, dropped by reason, in flight.
+
+    ``in_flight`` counts the jobs still out when the run stopped (no answer, no verdict), so
+    that every job row of the run is in the ledger once.
+    """
 
     accepted: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
 
     def count(self, verdict: Verdict) -> None:
         """File one job that brought no admitted update."""
         (self.rejected if verdict.rejected else self.dropped)[verdict.reason] += 1
 
     def summary(self) -> dict[str, Any]:
-        """``updates_accepted``, ``updates_rejected`` / ``jobs_dropped`` (reason -> count)."""
+        """``updates_accepted``, ``updates_rejected`` / ``jobs_dropped`` (reason -> count),
+        ``jobs_in_flight``."""
         return {
             "updates_accepted": self.accepted,
             "updates_rejected": dict(sorted(self.rejected.items())),
             "jobs_dropped": dict(sorted(self.dropped.items())),
+            "jobs_in_flight": self.in_flight,
         }
 
 

@@ -361,10 +361,11 @@ def attach(
         resumes = int(saved.payload["resumes"]) + 1
         clients = saved.clients
     elif cfg.checkpoint_every > 0:
-        from fl_r2sp.server.run_files import default_run_name
+        from fl_r2sp.server.run_files import default_run_name, mark_interrupted
         from fl_r2sp.telemetry.rundir import reserve_run_dir
 
         directory, resumes = reserve_run_dir(cfg.run_dir, run_name or default_run_name(cfg)), 0
+        mark_interrupted(cfg, directory)  # what a kill before the end leaves
     else:
         return None
     assert directory is not None

@@ -263,6 +263,22 @@ class LoopBase:
         handler = self.policy.on_rejected if verdict.rejected else self.policy.on_failure
         self.execute(now, handler(now, job.cid, job.tag, message))
 
+    def settle_in_flight(self) -> int:
+        """File the jobs still out at the stop as in flight (``in_flight`` column and ledger).
+
+        Call once, after the loop stopped: every job row then has an outcome (an update, a
+        failure, or in flight), and the ledger counts each row once; returns how many.
+        """
+        rows = [
+            r
+            for r in self.events.jobs
+            if "push_end" not in r and not r.get("failed") and not r.get("in_flight")
+        ]
+        for row in rows:
+            row["in_flight"] = True
+        self.admission.ledger.in_flight += len(rows)
+        return len(rows)
+
     # -- evaluation and stopping ----------------------------------------------
     def model_updated(self, now: float, d: ModelUpdated) -> None:
         """Evaluate every ``eval_every`` versions and apply the stop rules."""

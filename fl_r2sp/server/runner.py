@@ -13,7 +13,11 @@ scripts and the tests (over the in-process transport)::
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,24 +142,34 @@ def run(
     # checkpoint-every / resume-from (fl_r2sp/server/checkpoint.py): the folder to finish.
     directory = attach(cfg, loop, clients, saved, run_name)
     started = time.perf_counter()
+    interrupted: KeyboardInterrupt | None = None
     try:
-        final = loop.run(weights, clients) if saved is None else resume(loop, saved)
+        with _sigterm_interrupts():
+            final = loop.run(weights, clients) if saved is None else resume(loop, saved)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: write what there is, then re-raise
+        interrupted, final = exc, loop.policy.weights
+        loop.finish(f"interrupted ({exc or 'SIGINT'})")
     finally:
         transport.close()
+    loop.settle_in_flight()
     network = getattr(loop, "net", network)  # a resumed loop holds the checkpointed one
     out = _finish(cfg, loop, final, network, outliers, started)
-    problem = _health(cfg, out, len(clients))
+    problem = _health(cfg, out, len(clients), interrupted is not None)
     if write:
-        out.run_dir = write_run_dir(cfg, out, run_name, directory)
+        out.run_dir = write_run_dir(cfg, out, run_name, directory, complete=interrupted is None)
+    if interrupted is not None:
+        log.error("run interrupted; its folder (no COMPLETE marker): %s", out.run_dir)
+        raise interrupted
     if progress:
         from fl_r2sp.telemetry.summary import format_summary
 
         log.info("\n%s", format_summary(out.summary))
         log.info(
-            "updates: %d accepted, rejected %s, jobs dropped %s",
+            "updates: %d accepted, rejected %s, jobs dropped %s, in flight at the stop %d",
             out.summary["updates_accepted"],
             out.summary["updates_rejected"] or "none",
             out.summary["jobs_dropped"] or "none",
+            out.summary["jobs_in_flight"],
         )
         if out.run_dir is not None:
             log.info("run directory: %s", out.run_dir)
@@ -174,17 +188,45 @@ def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:
     return {i: int(n) for i, n in enumerate(data_for(cfg).partition.sizes())}
 
 
-def _health(cfg: RunConfig, out: RunOutput, num_clients: int) -> str | None:
-    """Record the run's status and lost clients in its summary; the failure reason or None."""
+def _health(
+    cfg: RunConfig, out: RunOutput, num_clients: int, interrupted: bool = False
+) -> str | None:
+    """Record the run's status and lost clients in its summary; the failure reason or None.
+
+    An interrupted run's status is ``interrupted`` (its ``failure`` says so); it is not
+    judged further.
+    """
     lost = list(out.summary.get("policy_dropped") or [])
     problem = run_problem(out.weights, len(lost), num_clients, cfg.max_lost_share)
+    status = "interrupted" if interrupted else ("failed" if problem else "completed")
     out.summary.update(
         clients_lost=len(lost),
         lost_share=len(lost) / max(1, num_clients),
-        status="failed" if problem else "completed",
-        failure=problem,
+        status=status,
+        failure=out.summary["stopped"] if interrupted else problem,
     )
-    return problem
+    return None if interrupted else problem
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does (main thread only).
+
+    So a stopped run (``flwr stop``, a service manager) writes its folder as ``interrupted``
+    instead of vanishing; the previous handler is put back afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _build_loop(
