@@ -35,7 +35,9 @@ TRACE_INTERVAL = 0.1
 #: Summary figures repeated in the ``COMPLETE`` marker.
 MARKER_KEYS = ("status", "stopped", "global_updates")
 #: ``failure`` of a run whose folder was not finished (killed, stopped, or to be resumed).
-INTERRUPTED = "the run stopped before it finished (killed or interrupted; resumable if checkpointed)"
+INTERRUPTED = (
+    "the run stopped before it finished (killed or interrupted; resumable if it checkpointed)"
+)
 
 
 def default_run_name(cfg: RunConfig) -> str:
