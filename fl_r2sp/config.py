@@ -228,7 +228,8 @@ class RunConfig:
     plots: bool = _f(True, "Write PNG plots at the end of the run.")
     job_timeout: float = _f(
         600.0,
-        "Wall clock: real seconds before an unanswered job counts as failed. Virtual clock: "
+        "Wall clock: least real seconds before an unanswered job counts as failed (see "
+        "job-timeout-factor). Virtual clock: "
         "real seconds without any reply before the run stops with an error (a slow reply never "
         "becomes a virtual failure); the Flower message TTL is at least 12 h there.",
     )
@@ -267,6 +268,23 @@ class RunConfig:
         "",
         "Run directory of a checkpointed, unfinished run to continue ('' = start fresh); "
         "the other keys must equal that run's, except output and executor keys.",
+    )
+    # --- progress: a run without it fails; wall-clock job timeouts adapt --------
+    max_rejected_share: float = _f(
+        0.5,
+        "A run ends failed when more than this share of its finished jobs brought no accepted "
+        "update (rejected by admission, or dropped: error, timeout, offline); 1 = off.",
+    )
+    max_update_gap: float = _f(
+        1800.0,
+        "Wall clock: a run ends failed after this many real seconds without a global update "
+        "(0 = off). On either clock a run that ends with no global update has failed.",
+    )
+    job_timeout_factor: float = _f(
+        4.0,
+        "Wall clock: an unanswered job fails after max(job-timeout, this x the EMA of the "
+        "measured job round trips); a timed-out job counts as a round trip of its wait, so the "
+        "limit grows under load (0 = job-timeout alone).",
     )
 
     # ------------------------------------------------------------------------

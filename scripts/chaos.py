@@ -21,8 +21,12 @@ clients, empty groups, rejected answers, passed turns) and the gaps between
 global updates, and checks that none is longer than 2x the median group
 round time ("stalled") and that every re-attached node answered a job within
 its group's next two applications. Exit code: 0 if the run completed with no
-stalled gap and no re-attached node left without work, 1 otherwise, 124 on
-``--timeout``.
+stalled gap and no re-attached node left without work, 1 otherwise (a run without
+any global update has failed), 2 on a bad ``--run-config``, 124 on ``--timeout``.
+
+Its run-config keys (``run_config``) are defaults: the user's ``--run-config`` keys are
+applied over them (``--run-config "job-timeout=300"`` replaces the script's value). The job
+limit adapts to the machine: at least 30 s, else 4 x the EMA of the measured job round trips.
 
 Usage::
 
@@ -107,7 +111,11 @@ def run_config(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
         "clock": "wall", "num-partitions": args.num_supernodes, "num-groups": args.groups,
         "fraction": args.fraction, "local-iterations": 5, "eval-every": 4, "max-updates": 0,
         "time-budget": args.duration, "seed": args.seed, "plots": False,
-        "max-lost-share": 1.0, "node-wait": 60.0,
+        # Half the nodes are hostile by design: losses and rejections are not failures here.
+        "max-lost-share": 1.0, "max-rejected-share": 1.0, "node-wait": 60.0,
+        # The job limit adapts to the machine: 4 x the EMA of the measured round trips,
+        # at least 30 s (a loaded machine raises it instead of failing every job).
+        "job-timeout": 30.0, "job-timeout-factor": 4.0,
         "attack": args.attack, "run-dir": run_dir.as_posix(),
     }  # fmt: skip
     return merge_overrides(own, args.run_config)

@@ -176,7 +176,10 @@ class EventDrivenStrategy(Strategy):
         )
         # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
         # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
-        ttl = max(timeout, float(DEFAULT_TTL)) if virtual else max(timeout, 60.0)
+        # Wall clock with an adaptive job limit (job-timeout-factor): the limit may grow past
+        # job-timeout, so the loop, not the TTL, decides when a job failed.
+        long_ttl = virtual or cfg.job_timeout_factor > 0
+        ttl = max(timeout, float(DEFAULT_TTL)) if long_ttl else max(timeout, 60.0)
         transport = GridTransport(
             grid,
             template,

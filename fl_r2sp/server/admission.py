@@ -270,3 +270,30 @@ def run_problem(weights: np.ndarray, lost: int, total: int, max_lost_share: floa
             f"rejected updates, more than max-lost-share={max_lost_share:g}"
         )
     return None
+
+
+def progress_problem(summary: dict[str, Any], max_rejected_share: float) -> str | None:
+    """Why a finished run made too little progress, or None.
+
+    Parameters
+    ----------
+    summary : dict
+        The run's summary: ``global_updates``, the ledger (``updates_accepted``,
+        ``updates_rejected``, ``jobs_dropped``) and the wall loop's ``no_progress``.
+    max_rejected_share : float
+        Largest share of the finished jobs (accepted + rejected + dropped; jobs in flight
+        at the stop are not finished) that may bring no accepted update.
+    """
+    if summary.get("no_progress"):
+        return str(summary["no_progress"])
+    if not summary.get("global_updates"):
+        return f"made no global update (stopped: {summary.get('stopped')})"
+    unaccepted = sum(summary["updates_rejected"].values()) + sum(summary["jobs_dropped"].values())
+    finished = summary["updates_accepted"] + unaccepted
+    if finished and unaccepted / finished > max_rejected_share:
+        return (
+            f"{unaccepted} of {finished} finished jobs ({unaccepted / finished:.0%}) brought no "
+            f"accepted update (rejected or dropped), more than "
+            f"max-rejected-share={max_rejected_share:g}"
+        )
+    return None

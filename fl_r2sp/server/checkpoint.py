@@ -72,7 +72,7 @@ TRANSIENT = frozenset({"transport", "evaluator", "_handlers", "progress", "check
 #: where files go and how jobs are computed, never a result.
 RESUME_FREE = frozenset({
     "resume-from", "checkpoint-every", "run-dir", "plots", "data-dir", "download", "executor",
-    "executor-workers", "executor-stack", "compute-device", "job-timeout",
+    "executor-workers", "executor-stack", "compute-device", "job-timeout", "job-timeout-factor",
 })  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -138,6 +138,8 @@ class LoopBase:
         self.stopped: str | None = None
         self.job_counter: dict[int, int] = {}
         self.replies: list[tuple[int, int]] = []  # (cid, job) of every reply received
+        self.last_update_at = 0.0  # clock time of the last global update (or of the start)
+        self.longest_gap = 0.0  # longest time between two global updates so far
         self._wall0 = time.perf_counter()
         #: Saves the loop's state every k updates (fl_r2sp.server.checkpoint); set by the runner.
         self.checkpointer: Checkpointer | None = None
@@ -202,19 +204,6 @@ class LoopBase:
             log.info("stopping: %s", reason)
 
     # -- replies ---------------------------------------------------------------
-    def _timed_out(self, sent: Iterable[tuple[Job, float]], now: float) -> list[Reply]:
-        """Error replies for the jobs sent more than ``job_timeout`` before ``now``.
-
-        ``sent`` pairs each unanswered job with the wall time it was handed to
-        the transport, on the same clock as ``now``. The transport forgets the
-        late jobs' nodes, so that a late answer cannot block the next job.
-        """
-        late = [job for job, at in sent if now - at > self.job_timeout]
-        for job in late:
-            self.transport.forget(job.cid)
-        error = f"no reply within job-timeout={self.job_timeout:g}s"
-        return [Reply(job.cid, job.index, job.tag, None, error=error) for job in late]
-
     def check_reply(self, reply: Reply) -> str | None:
         """Why ``reply`` must not be aggregated (error, bad weights or count), or None.
 
@@ -282,6 +271,8 @@ class LoopBase:
     # -- evaluation and stopping ----------------------------------------------
     def model_updated(self, now: float, d: ModelUpdated) -> None:
         """Evaluate every ``eval_every`` versions and apply the stop rules."""
+        self.longest_gap = max(self.longest_gap, now - self.last_update_at)
+        self.last_update_at = now
         final = self.stop.max_updates and d.version >= self.stop.max_updates
         if d.version % self.eval_every == 0 or final:
             self.evaluate(now, d.version, d.weights)
@@ -337,6 +328,8 @@ class LoopBase:
         """Figures every run reports (the events add push/pull/round times)."""
         out: dict[str, Any] = {"stopped": self.stopped, "clock": self.clock_name}
         out["global_updates"] = self.policy.version
+        # The gap still open at the end counts too (a run that stalled before its stop).
+        out["longest_update_gap"] = max(self.longest_gap, self.clock.now() - self.last_update_at)
         out["replies_received"] = len(self.replies)
         if self.history:
             last = self.history[-1]

@@ -28,7 +28,13 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
-from fl_r2sp.server.admission import Admission, AdmissionParams, RunFailed, run_problem
+from fl_r2sp.server.admission import (
+    Admission,
+    AdmissionParams,
+    RunFailed,
+    progress_problem,
+    run_problem,
+)
 from fl_r2sp.server.checkpoint import attach, load_checkpoint, resume
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
 from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
@@ -103,9 +109,12 @@ def run(
     Raises
     ------
     RunFailed
-        After the run directory is written, if the final model is non-finite
-        or more than ``max-lost-share`` of the clients were lost
-        (:func:`fl_r2sp.server.admission.run_problem`); ``summary["status"]``
+        After the run directory is written, if the final model is non-finite,
+        more than ``max-lost-share`` of the clients were lost
+        (:func:`fl_r2sp.server.admission.run_problem`), or the run made too little
+        progress: no global update at all or for ``max-update-gap`` s, or more than
+        ``max-rejected-share`` of its finished jobs unaccepted
+        (:func:`~fl_r2sp.server.admission.progress_problem`); ``summary["status"]``
         is then ``"failed"`` and ``summary["failure"]`` says why.
     """
     from fl_r2sp.clients.runtime import data_for, runtime_for
@@ -198,6 +207,7 @@ def _health(
     """
     lost = list(out.summary.get("policy_dropped") or [])
     problem = run_problem(out.weights, len(lost), num_clients, cfg.max_lost_share)
+    problem = problem or progress_problem(out.summary, cfg.max_rejected_share)
     status = "interrupted" if interrupted else ("failed" if problem else "completed")
     out.summary.update(
         clients_lost=len(lost),
@@ -251,7 +261,13 @@ def _build_loop(
         progress=progress,
     )
     if cfg.clock == "wall":
-        wall = WallLoop(job_timeout=cfg.job_timeout, resend_backoff=cfg.resend_backoff, **base)
+        wall = WallLoop(
+            job_timeout=cfg.job_timeout,
+            resend_backoff=cfg.resend_backoff,
+            job_timeout_factor=cfg.job_timeout_factor,
+            max_update_gap=cfg.max_update_gap,
+            **base,
+        )
         return wall, None
     profile = get_profile(cfg.network)
     network = star_network(cfg.num_partitions, profile)
