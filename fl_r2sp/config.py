@@ -286,6 +286,12 @@ class RunConfig:
         "measured job round trips); a timed-out job counts as a round trip of its wait, so the "
         "limit grows under load (0 = job-timeout alone).",
     )
+    node_manifest: str = _f(
+        "",
+        "Flower, secure deployments: JSON file binding each partition id to the node id of its "
+        "registered key (written by deploy_local --secure); a node claiming a partition not "
+        "bound to it gets no work ('' = any node may claim any partition).",
+    )
 
     # ------------------------------------------------------------------------
     @classmethod

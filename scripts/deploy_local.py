@@ -54,9 +54,15 @@ only registered SuperNodes (see "Secure deployment" in the README for real machi
     flower-supernode --root-certificates ca.crt \\
         --auth-supernode-private-key nodes/node-$i.key --superlink 127.0.0.1:9091 ...
 
+After registering the keys it writes ``FLWR_HOME/node-manifest.json``, binding partition i
+to node i's key (node id and fingerprint), and passes it to the run (``node-manifest``): the
+ServerApp gives a partition's work only to the node registered with its key.
+
 ``--intruders`` (with ``--secure``) also starts four SuperNodes the SuperLink must refuse
-(no TLS, another CA, an unregistered key, no key), each claiming a real node's partition id,
-and checks afterwards that none joined (exit code 3 if one did).
+(no TLS, another CA, an unregistered key, no key) and a stranger that registers a fresh key
+itself (Flower's Control API lets anyone who reaches the port do that), each claiming a real
+node's partition id, and checks afterwards that none got work: the four were refused by the
+SuperLink, the stranger by the ServerApp (exit code 3 otherwise).
 
 Here the ports are free ones picked at start, ``FLWR_HOME`` and the database
 are in a temporary folder (deleted at the end unless ``--keep-home``; the
@@ -74,6 +80,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,7 +96,7 @@ from fl_r2sp.flower.deploy_commands import (  # noqa: E402
     supernode_cmd,
     write_flower_config,
 )
-from fl_r2sp.flower.pki import make_pki  # noqa: E402
+from fl_r2sp.flower.pki import Pki, make_pki  # noqa: E402
 from fl_r2sp.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
@@ -100,10 +107,13 @@ from fl_r2sp.flower.processes import (  # noqa: E402
 )
 from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
 from fl_r2sp.flower.secure_deploy import (  # noqa: E402
+    Intruder,
+    bind_partitions,
     intruder_verdicts,
     listed_nodes,
     make_intruders,
     register_nodes,
+    stranger_verdict,
     supernode_security,
 )
 
@@ -179,8 +189,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
-    """Run ``flwr run`` to the end (or ``--timeout``); return the exit code."""
+def submit(args: argparse.Namespace, env: dict[str, str]) -> tuple[int, str]:
+    """Run ``flwr run`` to the end (or ``--timeout``); return the exit code and its output."""
     cmd = flwr_run_cmd(args.app.resolve(), args.overrides)
     print("$", " ".join(cmd), flush=True)
     lines: list[str] = []
@@ -198,16 +208,17 @@ def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
         code = proc.wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
         print(f"deploy_local: run did not finish within {args.timeout:.0f} s", file=sys.stderr)
-        return 124
+        return 124, "".join(lines)
     finally:  # also on Ctrl-C: flwr runs in its own session and would not see it
         if proc.poll() is None:
             stop_group(proc)
     reader.join(timeout=5.0)
+    output = "".join(lines)
     if code != 0:
-        return code
-    status = run_status(env, "".join(lines), args.app)
+        return code, output
+    status = run_status(env, output, args.app)
     print(f"deploy_local: run status {status}", flush=True)
-    return 0 if status == "finished:completed" else 1
+    return (0 if status == "finished:completed" else 1), output
 
 
 def deploy(args: argparse.Namespace, home: Path) -> int:
@@ -234,18 +245,21 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
         wait_http_ok(
             f"{scheme}://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0], context
         )
-        registered = register_nodes(pki.nodes, CONNECTION, env, args.app) if pki else []
+        registered = register_and_bind(args, pki, env, home) if pki else []
+        # Strangers register fresh keys themselves: Flower's Control API asks no credential.
+        own_keys = [b.key for b in intruders if b.key is not None]
+        stranger_ids = register_nodes(own_keys, CONNECTION, env, args.app)
+        names = [b.name for b in intruders if b.key is not None]
+        strangers = dict(zip(names, stranger_ids, strict=True))
         for i, port in enumerate(node_ports[:n]):
             security = None if pki is None else supernode_security(pki.ca_cert, pki.nodes[i])
             start(f"supernode-{i}", supernode_cmd(link_port, port, i, n, security))
         for k, (bad, port) in enumerate(zip(intruders, node_ports[n:], strict=True)):
             start(f"intruder-{bad.name}", supernode_cmd(link_port, port, k % n, n, list(bad.flags)))
-        code = submit(args, env)
+        code, output = submit(args, env)
         if intruders:
-            code = (
-                check_intruders(env, args.app, logs, [b.name for b in intruders], registered, n)
-                or code
-            )
+            seen = Seen(logs, output, registered, strangers)
+            code = check_intruders(env, args.app, intruders, seen, n) or code
         return code
     finally:
         # SuperNodes first: they deregister from the SuperLink while it still runs.
@@ -255,27 +269,52 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
             handle.close()
 
 
+def register_and_bind(
+    args: argparse.Namespace, pki: Pki, env: dict[str, str], home: Path
+) -> list[int]:
+    """Register the nodes' keys, write the node manifest and point the run at it; the ids."""
+    registered = register_nodes(pki.nodes, CONNECTION, env, args.app)
+    manifest = bind_partitions(pki.nodes, registered, home / "node-manifest.json")
+    args.overrides.setdefault("node-manifest", str(manifest))  # a user's value wins
+    print(f"deploy_local: partitions bound to their keys in {manifest}", flush=True)
+    return registered
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a secure run with intruders left: logs folder, flwr's output, the node ids of the
+    registered real nodes and of the strangers (by intruder name)."""
+
+    logs: Path
+    output: str
+    registered: list[int]
+    strangers: dict[str, int]
+
+
 def check_intruders(
-    env: dict[str, str],
-    app: Path,
-    logs: Path,
-    names: list[str],
-    registered: list[int],
-    num_nodes: int,
+    env: dict[str, str], app: Path, intruders: list[Intruder], seen: Seen, num_nodes: int
 ) -> int:
-    """Print each intruder's verdict and the online nodes; 3 if an intruder joined, else 0."""
+    """Print each intruder's verdict and the online nodes; 3 if an intruder got in, else 0."""
     listed = listed_nodes(CONNECTION, env, app)
     online = sorted(i for i, status in listed.items() if status == "online")
+    known = seen.registered + list(seen.strangers.values())
     print(
         f"deploy_local: SuperLink lists {len(listed)} nodes, {len(online)} online; "
-        f"{len(registered)} registered",
+        f"{len(seen.registered)} registered, {len(seen.strangers)} registered by strangers",
         flush=True,
     )
-    verdicts = intruder_verdicts({b: logs / f"intruder-{b}.log" for b in names}, registered, listed)
+    logs = {b.name: seen.logs / f"intruder-{b.name}.log" for b in intruders}
+    refused = [b.name for b in intruders if b.key is None]
+    verdicts = intruder_verdicts({b: logs[b] for b in refused}, known, listed)
+    for b in intruders:
+        if b.key is not None:
+            text = logs[b.name].read_text(errors="replace") if logs[b.name].exists() else ""
+            node = seen.strangers[b.name]
+            verdicts[b.name] = stranger_verdict(text, seen.output, node, b.key)
     for name, verdict in verdicts.items():
         print(f"deploy_local: intruder {name}: {verdict}", flush=True)
     bad = any(not v.startswith("refused") for v in verdicts.values())
-    return 3 if bad or len(online) > num_nodes else 0
+    return 3 if bad or len(online) > num_nodes + len(seen.strangers) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,10 @@ asks nodes it has not seen yet for their partition id, and settles answers:
 * a known partition whose node is still online is a *duplicate*: the new
   node is refused with a warning, not a crash, and remembered as a claimant
   that takes over if the first node goes offline (a SuperNode killed and
-  restarted within the SuperLink's expiry looks exactly like that).
+  restarted within the SuperLink's expiry looks exactly like that);
+* with a node manifest (secure deployments, :mod:`.node_manifest`) a node may
+  claim only the partition bound to its registered key: any other claim is
+  refused for good, whoever answered first.
 
 Detection latency of a lost node: a SuperNode sends a heartbeat every
 ~24 s (Flower 1.42: 0.8 x the 30 s interval, +-10 %); the SuperLink marks it
@@ -29,11 +32,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flwr.serverapp import Grid
 
+from fl_r2sp.flower.node_manifest import Binding, refusal
 from fl_r2sp.flower.records import number
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry
 
@@ -53,6 +57,9 @@ class PartitionMap:
         Node id -> the partition query message for it.
     retry : RetryPolicy (default: RetryPolicy())
         Retries of the SuperLink calls.
+    bindings : mapping of int to Binding, or None (default: None)
+        The node manifest (:mod:`.node_manifest`): a node may serve only the partition bound
+        to its node id (its registered key); None = any node may claim any partition.
     """
 
     def __init__(
@@ -61,11 +68,15 @@ class PartitionMap:
         expected: int,
         make_query: Callable[[int], Any],
         retry: RetryPolicy | None = None,
+        bindings: Mapping[int, Binding] | None = None,
     ) -> None:
         self.grid = grid
         self.expected = int(expected)
         self.make_query = make_query
         self.retry = retry if retry is not None else RetryPolicy()
+        self.bindings = bindings
+        #: Nodes refused by the manifest: node id -> (partition claimed, why).
+        self.refused: dict[int, tuple[int, str]] = {}
         self.node_of: dict[int, int] = {}
         self.online: set[int] = set()
         #: While starting, a node told another num-partitions stops the run (ValueError).
@@ -154,6 +165,13 @@ class PartitionMap:
         return self._claim(node, pid)
 
     def _claim(self, node: int, pid: int) -> list[int]:
+        if self.bindings is not None:
+            why = refusal(self.bindings, node, pid)
+            if why is not None:  # never attached, never a claimant: it gets no work at all
+                if node not in self.refused:
+                    log.warning("node %d refused, no work for it: %s", node, why)
+                self.refused[node] = (pid, why)
+                return []
         holder = self.node_of.get(pid)
         if holder == node:
             return []
@@ -195,6 +213,7 @@ def discover(
     grace: float = 0.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    bindings: Mapping[int, Binding] | None = None,
 ) -> PartitionMap:
     """Ask the connected nodes for their partition ids, for up to ``timeout`` s.
 
@@ -207,9 +226,10 @@ def discover(
     the wait ends when they all answered. A node told another
     ``num-partitions`` raises ``ValueError`` as soon as it answers. The caller
     checks what is missing (:func:`check_found`); ``PartitionMap.waited`` says
-    how the wait ended. ``clock`` and ``sleep`` are injectable for tests.
+    how the wait ended. ``clock`` and ``sleep`` are injectable for tests; ``bindings``
+    is the node manifest (:class:`PartitionMap`).
     """
-    pmap = PartitionMap(grid, expected, make_query, retry)
+    pmap = PartitionMap(grid, expected, make_query, retry, bindings)
     start = clock()
     deadline = start + timeout
     pmap.waited = f"node-wait={timeout:g} s"

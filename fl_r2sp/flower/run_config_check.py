@@ -9,7 +9,7 @@ config Flower hands it, for runs submitted by hand. A failure raises ``ValueErro
 the key: an unknown key with the closest accepted one and the list of accepted keys, a value
 of the wrong type with the expected type, a value outside its choices with the choices, and
 the spec keys (``attack``, ``delay``, ``dropout``, ``device``, ``network``) parsed as the
-clients and the emulation will parse them.
+clients and the emulation will parse them, and a ``node-manifest`` read.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.delays import make_delay
 from fl_r2sp.emulation.devices import make_device_model
 from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.flower.node_manifest import read_manifest
 
 #: Spec keys and the parser that must accept their value (the one the run will use).
 _SPECS: dict[str, Callable[[str], object]] = {
@@ -86,6 +87,8 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
             parse(value)
         except (ValueError, FileNotFoundError) as exc:
             raise ValueError(f"invalid run config {key}={value!r}: {exc}") from None
+    if cfg.node_manifest:
+        read_manifest(cfg.node_manifest)  # its errors name the key and the file
     return cfg
 
 

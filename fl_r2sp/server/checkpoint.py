@@ -73,6 +73,7 @@ TRANSIENT = frozenset({"transport", "evaluator", "_handlers", "progress", "check
 RESUME_FREE = frozenset({
     "resume-from", "checkpoint-every", "run-dir", "plots", "data-dir", "download", "executor",
     "executor-workers", "executor-stack", "compute-device", "job-timeout", "job-timeout-factor",
+    "node-manifest",
 })  # fmt: skip
 
 
