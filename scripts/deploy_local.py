@@ -80,8 +80,8 @@ import ssl
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
@@ -108,6 +108,7 @@ from fl_r2sp.flower.processes import (  # noqa: E402
 from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
 from fl_r2sp.flower.secure_deploy import (  # noqa: E402
     Intruder,
+    RegistrationGuard,
     bind_partitions,
     intruder_verdicts,
     listed_nodes,
@@ -115,6 +116,7 @@ from fl_r2sp.flower.secure_deploy import (  # noqa: E402
     register_nodes,
     stranger_verdict,
     supernode_security,
+    unregister_node,
 )
 
 
@@ -172,7 +174,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with --secure: also start 4 SuperNodes that must be refused and check "
         "that none joined (exit code 3 if one did)",
     )
+    p.add_argument(
+        "--close-registration",
+        action="store_true",
+        help="with --secure: once the nodes are registered, revoke every key registered "
+        "later (checked every 10 s; Flower 1.42 cannot refuse the registration itself)",
+    )
     args = p.parse_args(argv)
+    if args.close_registration and not args.secure:
+        p.error("--close-registration needs --secure (there is no registration without it)")
     if args.intruders and not args.secure:
         p.error("--intruders needs --secure (an insecure SuperLink admits anyone)")
     if args.num_supernodes < 1:
@@ -233,6 +243,7 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
     logs.mkdir()
     procs: list[subprocess.Popen[bytes]] = []
     handles = []
+    guard: RegistrationGuard | None = None
 
     def start(name: str, cmd: list[str]) -> None:
         handles.append(open(logs / f"{name}.log", "wb"))  # noqa: SIM115 (closed in finally)
@@ -245,7 +256,7 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
         wait_http_ok(
             f"{scheme}://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0], context
         )
-        registered = register_and_bind(args, pki, env, home) if pki else []
+        registered, guard = register_and_bind(args, pki, env, home) if pki else ([], None)
         # Strangers register fresh keys themselves: Flower's Control API asks no credential.
         own_keys = [b.key for b in intruders if b.key is not None]
         stranger_ids = register_nodes(own_keys, CONNECTION, env, args.app)
@@ -257,11 +268,14 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
         for k, (bad, port) in enumerate(zip(intruders, node_ports[n:], strict=True)):
             start(f"intruder-{bad.name}", supernode_cmd(link_port, port, k % n, n, list(bad.flags)))
         code, output = submit(args, env)
+        revoked = guard.revoked if guard is not None else []
         if intruders:
-            seen = Seen(logs, output, registered, strangers)
+            seen = Seen(logs, output, registered, strangers, revoked)
             code = check_intruders(env, args.app, intruders, seen, n) or code
         return code
     finally:
+        if guard is not None:
+            guard.stop()
         # SuperNodes first: they deregister from the SuperLink while it still runs.
         stop_groups(procs[1:])
         stop_groups(procs[:1])
@@ -271,24 +285,33 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
 
 def register_and_bind(
     args: argparse.Namespace, pki: Pki, env: dict[str, str], home: Path
-) -> list[int]:
-    """Register the nodes' keys, write the node manifest and point the run at it; the ids."""
+) -> tuple[list[int], RegistrationGuard | None]:
+    """Register the nodes' keys, write the node manifest and point the run at it; the ids,
+    and the started registration guard with ``--close-registration``."""
     registered = register_nodes(pki.nodes, CONNECTION, env, args.app)
     manifest = bind_partitions(pki.nodes, registered, home / "node-manifest.json")
     args.overrides.setdefault("node-manifest", str(manifest))  # a user's value wins
     print(f"deploy_local: partitions bound to their keys in {manifest}", flush=True)
-    return registered
+    if not args.close_registration:
+        return registered, None
+    guard = RegistrationGuard(
+        registered,
+        lambda: listed_nodes(CONNECTION, env, args.app),
+        lambda node: unregister_node(node, CONNECTION, env, args.app),
+    )
+    guard.start()
+    return registered, guard
 
 
-@dataclass(frozen=True)
-class Seen:
+class Seen(NamedTuple):
     """What a secure run with intruders left: logs folder, flwr's output, the node ids of the
-    registered real nodes and of the strangers (by intruder name)."""
+    registered real nodes, of the strangers (by intruder name) and of the revoked nodes."""
 
     logs: Path
     output: str
     registered: list[int]
     strangers: dict[str, int]
+    revoked: list[int]
 
 
 def check_intruders(
@@ -311,10 +334,13 @@ def check_intruders(
             text = logs[b.name].read_text(errors="replace") if logs[b.name].exists() else ""
             node = seen.strangers[b.name]
             verdicts[b.name] = stranger_verdict(text, seen.output, node, b.key)
+            if node in seen.revoked and verdicts[b.name].startswith("refused"):
+                verdicts[b.name] += "; its registration was revoked (--close-registration)"
     for name, verdict in verdicts.items():
         print(f"deploy_local: intruder {name}: {verdict}", flush=True)
     bad = any(not v.startswith("refused") for v in verdicts.values())
-    return 3 if bad or len(online) > num_nodes + len(seen.strangers) else 0
+    admitted = len(seen.strangers) - len(seen.revoked)
+    return 3 if bad or len(online) > num_nodes + admitted else 0
 
 
 def main(argv: list[str] | None = None) -> int:

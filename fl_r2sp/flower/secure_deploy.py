@@ -16,15 +16,19 @@ SuperLink's node list and the run's output afterwards.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from fl_r2sp.flower.node_manifest import Binding, fingerprint, write_manifest
 from fl_r2sp.flower.pki import NodeKey, Pki, make_ca, make_node_key
 from fl_r2sp.flower.processes import flwr_bin
+
+log = logging.getLogger("fl_r2sp")
 
 #: A SuperNode logs this once the SuperLink accepted it.
 JOINED_LINE = "SuperNode ID:"
@@ -225,3 +229,80 @@ def intruder_verdicts(
             cause = next((c for c, line in _REFUSALS if line in text), "no connection")
             verdicts[name] = f"refused ({cause})"
     return verdicts
+
+
+def unregister_node(node: int, connection: str, env: Mapping[str, str], cwd: Path) -> bool:
+    """Revoke ``node``'s registration with ``flwr supernode unregister``; True if it worked."""
+    res = subprocess.run(
+        [str(flwr_bin("flwr")), "supernode", "unregister", str(node), connection],
+        env=dict(env),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+    )
+    return res.returncode == 0
+
+
+class RegistrationGuard:
+    """Closes registration once a deployment is up, as far as Flower 1.42 allows.
+
+    Flower's open-source Control API registers any key from anyone who reaches the
+    SuperLink's port. The guard lists the nodes every ``interval`` s (in a thread) and
+    revokes each one that is not ``allowed``, so a key registered after the deployment came
+    up is unregistered within about ``interval`` s (plus one ``flwr`` call). Until then it is
+    only a registered node: the node manifest keeps it from any partition's work.
+
+    Parameters
+    ----------
+    allowed : iterable of int
+        Node ids registered by the operator.
+    list_nodes : callable
+        ``() -> {node id: status}`` (:func:`listed_nodes` bound to a connection).
+    revoke : callable
+        ``node id -> bool`` (:func:`unregister_node` bound to a connection).
+    interval : float (default: 10.0)
+        Seconds between two looks.
+    """
+
+    def __init__(
+        self,
+        allowed: Iterable[int],
+        list_nodes: Callable[[], Mapping[int, str]],
+        revoke: Callable[[int], bool],
+        interval: float = 10.0,
+    ) -> None:
+        self.allowed = frozenset(allowed)
+        self.list_nodes, self.revoke, self.interval = list_nodes, revoke, interval
+        self.revoked: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def check_once(self) -> list[int]:
+        """Revoke every listed node that is not allowed (not revoked yet); the ones revoked."""
+        done = set(self.revoked)
+        strangers = sorted(n for n in self.list_nodes() if n not in self.allowed | done)
+        revoked = [n for n in strangers if self.revoke(n)]
+        for node in revoked:
+            log.warning(
+                "registration closed: node %d was registered by someone else; revoked", node
+            )
+        self.revoked += revoked
+        return revoked
+
+    def start(self) -> None:
+        """Look every ``interval`` s until :meth:`stop`."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop looking (waits for a look in progress)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2 * CLI_TIMEOUT)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.check_once()
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+                log.warning("registration guard: could not list or revoke nodes (%s)", exc)
