@@ -96,7 +96,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the kill schedule and the run")
     p.add_argument("--attack", default=ATTACK, help=f"attack knob (default: {ATTACK})")
     p.add_argument("--run-config", default="", help="extra run-config overrides")
-    p.add_argument("--timeout", type=float, default=600.0, help="hard bound on the whole run, s")
+    p.add_argument(
+        "--timeout", type=float, default=600.0, help="hard bound on the whole run, s (0 = none)"
+    )
     p.add_argument("--keep-home", action="store_true", help="keep the FLWR_HOME folder")
     p.add_argument(
         "--run-dir", type=Path, default=None, help="run-dir of the app (default: in FLWR_HOME)"
@@ -337,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         thread = threading.Thread(target=chaos.run, args=(lines,), daemon=True)
         thread.start()
         try:
-            flwr.wait(timeout=args.timeout)
+            flwr.wait(timeout=args.timeout or None)
         except subprocess.TimeoutExpired:
             print(f"chaos: the run did not end within {args.timeout:g} s", flush=True)
             return 124

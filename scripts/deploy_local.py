@@ -140,7 +140,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--timeout",
         type=float,
         default=1800.0,
-        help="seconds before the run is abandoned, exit code 124 (default: 1800)",
+        help="seconds before the run is abandoned, exit code 124 (default: 1800; 0 = no bound)",
     )
     p.add_argument(
         "--startup-timeout",
@@ -215,7 +215,7 @@ def submit(args: argparse.Namespace, env: dict[str, str]) -> tuple[int, str]:
     )
     reader = stream(proc, lines)
     try:
-        code = proc.wait(timeout=args.timeout)
+        code = proc.wait(timeout=args.timeout or None)
     except subprocess.TimeoutExpired:
         print(f"deploy_local: run did not finish within {args.timeout:.0f} s", file=sys.stderr)
         return 124, "".join(lines)
