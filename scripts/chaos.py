@@ -63,6 +63,7 @@ import deploy_local as dl  # noqa: E402
 from fl_r2sp.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
+    rss_by_group,
     start_group,
     stop_groups,
     wait_http_ok,
@@ -171,6 +172,33 @@ class Chaos:
 T0 = time.monotonic()
 
 
+class MemoryWatch:
+    """Peak resident memory of each SuperNode with its ClientApps (a thread, every ``every`` s)."""
+
+    def __init__(self, procs: dict[int, Any], every: float = 10.0) -> None:
+        self.procs, self.every = procs, every
+        self.peak: dict[int, int] = {}  # partition -> bytes
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        """Sample until :attr:`stop`."""
+        while not self.stop.wait(self.every):
+            groups = {p.pid: i for i, p in list(self.procs.items())}
+            for pgid, rss in rss_by_group(groups).items():
+                i = groups[pgid]
+                self.peak[i] = max(self.peak.get(i, 0), rss)
+
+    def line(self) -> str:
+        """``memory per node ...``: median and largest peak, in MiB."""
+        if not self.peak:
+            return "memory per node: not sampled (the run ended within one interval)"
+        mib = sorted(v / 2**20 for v in self.peak.values())
+        return (
+            f"memory per node (peak RSS of the SuperNode and its ClientApps, {len(mib)} nodes): "
+            f"median {statistics.median(mib):.0f} MiB, largest {mib[-1]:.0f} MiB"
+        )
+
+
 @dataclass
 class Verdict:
     """What the chaos run's folder shows (:func:`analyse`).
@@ -266,6 +294,12 @@ def report(run_dir: Path) -> int:
     print(f"  ledger: accepted {s.get('updates_accepted')}")
     print(f"          rejected {s.get('updates_rejected')}")
     print(f"          dropped  {s.get('jobs_dropped')}")
+    print(f"          in flight at the stop {s.get('jobs_in_flight')}")
+    print(
+        f"  lost: clients {s.get('clients_lost')}; longest gap between updates "
+        f"{s.get('longest_update_gap', float('nan')):.1f}s; job limit at the end "
+        f"{s.get('job_limit_final', float('nan')):.0f}s; failure: {s.get('failure')}"
+    )
     for kind in ("client_rejoin", "group_empty", "blacklist", "client_rejected", "group_pass"):
         rows = [r for r in v.records if r["kind"] == kind]
         print(f"  {kind}: {len(rows)} {[r.get('cid', r.get('group')) for r in rows]}")
@@ -338,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         dl.stream(flwr, lines)
         thread = threading.Thread(target=chaos.run, args=(lines,), daemon=True)
         thread.start()
+        memory = MemoryWatch(nodes)
+        threading.Thread(target=memory.run, daemon=True).start()
         try:
             flwr.wait(timeout=args.timeout or None)
         except subprocess.TimeoutExpired:
@@ -345,8 +381,10 @@ def main(argv: list[str] | None = None) -> int:
             return 124
         finally:
             chaos.stop.set()
+            memory.stop.set()
             thread.join(timeout=60)
         print(f"chaos: {chaos.kills} kills, {chaos.restarts} restarts; flwr exit {flwr.returncode}")
+        print(f"chaos: {memory.line()}")
         code = report(runs)
         return code
     finally:
