@@ -35,7 +35,7 @@ from fl_r2sp.server.admission import (
     progress_problem,
     run_problem,
 )
-from fl_r2sp.server.checkpoint import attach, load_checkpoint, resume
+from fl_r2sp.server.checkpoint import Saved, attach, load_checkpoint, resume
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
 from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
 from fl_r2sp.server.transport import Transport
@@ -151,16 +151,7 @@ def run(
     # checkpoint-every / resume-from (fl_r2sp/server/checkpoint.py): the folder to finish.
     directory = attach(cfg, loop, clients, saved, run_name)
     started = time.perf_counter()
-    interrupted: KeyboardInterrupt | None = None
-    try:
-        with _sigterm_interrupts():
-            final = loop.run(weights, clients) if saved is None else resume(loop, saved)
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: write what there is, then re-raise
-        interrupted, final = exc, loop.policy.weights
-        loop.finish(f"interrupted ({exc or 'SIGINT'})")
-    finally:
-        transport.close()
-    loop.settle_in_flight()
+    final, interrupted = _drive(loop, saved, weights, clients, transport)
     network = getattr(loop, "net", network)  # a resumed loop holds the checkpointed one
     out = _finish(cfg, loop, final, network, outliers, started)
     problem = _health(cfg, out, len(clients), interrupted is not None)
@@ -186,6 +177,31 @@ def run(
         log.error("run failed: %s", problem)
         raise RunFailed(problem, out)
     return out
+
+
+def _drive(
+    loop: LoopBase,
+    saved: Saved | None,
+    weights: np.ndarray,
+    clients: list[int],
+    transport: Transport,
+) -> tuple[np.ndarray, KeyboardInterrupt | None]:
+    """Run (or resume) ``loop`` to its stop; the final weights and the interruption, if any.
+
+    Ctrl-C and SIGTERM end the loop as an interruption (the caller writes the folder, then
+    re-raises it); the jobs still out are filed as in flight either way.
+    """
+    interrupted: KeyboardInterrupt | None = None
+    try:
+        with _sigterm_interrupts():
+            final = loop.run(weights, clients) if saved is None else resume(loop, saved)
+    except KeyboardInterrupt as exc:
+        interrupted, final = exc, loop.policy.weights
+        loop.finish(f"interrupted ({exc or 'SIGINT'})")
+    finally:
+        transport.close()
+    loop.settle_in_flight()
+    return final, interrupted
 
 
 def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:
