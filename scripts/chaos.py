@@ -26,7 +26,8 @@ any global update has failed), 2 on a bad ``--run-config``, 124 on ``--timeout``
 
 Its run-config keys (``run_config``) are defaults: the user's ``--run-config`` keys are
 applied over them (``--run-config "job-timeout=300"`` replaces the script's value). The job
-limit adapts to the machine: at least 30 s, else 4 x the EMA of the measured job round trips.
+limit adapts to the machine: at least 60 s x the load per core at the start (at most 600 s),
+else 4 x the EMA of the measured job round trips.
 
 Usage::
 
@@ -116,12 +117,23 @@ def run_config(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
         "time-budget": args.duration, "seed": args.seed, "plots": False,
         # Half the nodes are hostile by design: losses and rejections are not failures here.
         "max-lost-share": 1.0, "max-rejected-share": 1.0, "node-wait": 60.0,
-        # The job limit adapts to the machine: 4 x the EMA of the measured round trips,
-        # at least 30 s (a loaded machine raises it instead of failing every job).
-        "job-timeout": 30.0, "job-timeout-factor": 4.0,
+        # The job limit adapts to the machine: 4 x the EMA of the measured round trips, at
+        # least a floor that follows the load now (a loaded machine raises both instead of
+        # failing every job).
+        "job-timeout": job_timeout_floor(), "job-timeout-factor": 4.0,
         "attack": args.attack, "run-dir": run_dir.as_posix(),
     }  # fmt: skip
     return merge_overrides(own, args.run_config)
+
+
+def job_timeout_floor(base: float = 60.0, most: float = 600.0) -> float:
+    """``base`` s times the machine's load per core now (at least 1), at most ``most`` s.
+
+    The first jobs have no measured round trip yet; on a machine at load 16 on 2 cores a
+    ClientApp takes a minute or more to start, and a fixed floor would fail them all.
+    """
+    load = os.getloadavg()[0] / max(1, os.cpu_count() or 1)
+    return round(min(most, base * max(1.0, load)), 1)
 
 
 class Chaos:

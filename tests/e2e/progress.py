@@ -4,8 +4,10 @@ A fixed wall budget fails a healthy run on a loaded machine (at load 15 on 2 cor
 round takes a minute) and hides a hung one on an idle machine for as long. Here a command
 runs as long as it makes progress: before its first progress line it may be silent (print
 nothing at all) for at most ``startup`` seconds; afterwards it may go without a new progress
-line for ``factor`` x the longest gap between two progress lines seen so far (at least
-``floor`` seconds). So the allowed wait grows with the machine's measured slowness.
+line for ``factor`` x the longest gap seen so far (at least ``floor`` seconds), where the
+time from the start to the first progress line counts as the first gap (starting a
+SuperLink, nodes and a ServerApp is CPU-bound like a round). So the allowed wait grows with
+the machine's measured slowness.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def run_while_progressing(
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_pump, args=(proc, lines), daemon=True).start()
     out: list[str] = []
-    last_line = last_progress = time.monotonic()
+    last_line = last_progress = time.monotonic()  # the start counts as the first progress
     longest = 0.0
     seen_progress = False
     while True:
@@ -72,8 +74,7 @@ def run_while_progressing(
         out.append(line)
         last_line = time.monotonic()
         if progress.search(line):
-            if seen_progress:
-                longest = max(longest, last_line - last_progress)
+            longest = max(longest, last_line - last_progress)
             seen_progress, last_progress = True, last_line
 
 
