@@ -65,9 +65,7 @@ def run_while_progressing(
             line = lines.get(timeout=max(0.0, limit - since))
         except queue.Empty:
             _stop(proc)
-            out.append(
-                f"[progress watch] stopped: no progress for {since:.0f} s (limit {limit:.0f})"
-            )
+            out.append(f"[progress watch] stopped: no progress within {limit:.0f} s")
             return STALLED, "".join(out)
         if line is None:
             return proc.wait(), "".join(out)
