@@ -86,7 +86,9 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
         try:
             parse(value)
         except (ValueError, FileNotFoundError) as exc:
-            raise ValueError(f"invalid run config {key}={value!r}: {exc}") from None
+            text = str(exc)  # the attack parser names its key already
+            named = text.startswith(f"invalid run config {key}")
+            raise ValueError(text if named else f"invalid run config {key}={value!r}: {text}") from None
     if cfg.node_manifest:
         read_manifest(cfg.node_manifest)  # its errors name the key and the file
     return cfg
