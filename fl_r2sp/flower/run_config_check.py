@@ -87,8 +87,9 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
             parse(value)
         except (ValueError, FileNotFoundError) as exc:
             text = str(exc)  # the attack parser names its key already
-            named = text.startswith(f"invalid run config {key}")
-            raise ValueError(text if named else f"invalid run config {key}={value!r}: {text}") from None
+            if not text.startswith(f"invalid run config {key}"):
+                text = f"invalid run config {key}={value!r}: {text}"
+            raise ValueError(text) from None
     if cfg.node_manifest:
         read_manifest(cfg.node_manifest)  # its errors name the key and the file
     return cfg
