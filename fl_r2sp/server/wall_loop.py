@@ -207,8 +207,10 @@ class WallLoop(LoopBase):
         del self.inflight[reply.cid]
         now = self.clock.now()
         # Timed-out jobs too: the wait they took is a lower bound of their round trip, so
-        # a loaded machine raises the limit instead of failing every job at the floor.
-        self._note_round_trip(now - entry[1])
+        # a loaded machine raises the limit instead of failing every job at the floor. A lost
+        # node's job ends at once without a round trip: it would pull the limit down.
+        if not (reply.error or "").startswith(OFFLINE_PREFIX):
+            self._note_round_trip(now - entry[1])
         row = self.events.job(reply.cid, reply.index)
         row.update(push_end=now, delay=reply.delay_s)
         self._note_error(reply)  # before the policy re-sends: the re-send waits out the backoff

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from fl_r2sp.config import RunConfig
-from fl_r2sp.protocol import Job
-from fl_r2sp.server.admission import RunFailed
+from fl_r2sp.protocol import Job, Reply
+from fl_r2sp.server.admission import OFFLINE_PREFIX, RunFailed
 from fl_r2sp.server.loop_base import StopRule
 from fl_r2sp.server.runner import run
 from fl_r2sp.server.wall_loop import WallLoop
@@ -80,3 +80,12 @@ def test_timed_out_jobs_raise_the_limit_instead_of_failing_at_the_floor() -> Non
     assert "limit of 2s" in str(reply.error)
     loop._handle(reply)
     assert loop.job_limit() >= 3.0 * 2.5  # the wait it took, times the factor
+
+
+def test_a_lost_nodes_instant_failure_does_not_pull_the_limit_down() -> None:
+    loop = _loop(job_timeout=2.0, job_timeout_factor=3.0)
+    loop._note_round_trip(10.0)
+    job = Job(cid=0, index=0, tag=0, weights=np.zeros(1, np.float32))
+    loop.inflight[0] = (job, loop.clock.now())
+    loop._handle(Reply(0, 0, 0, None, error=f"{OFFLINE_PREFIX}: node 7 left"))
+    assert loop.job_limit() == pytest.approx(30.0)
