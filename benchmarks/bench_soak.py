@@ -15,7 +15,8 @@ their defaults, over chaos.py's hostile-run values). Reported per phase, from th
 and chaos.py's output: status, global updates, the ledger (accepted, rejected, dropped, in
 flight at the stop), the longest gap between global updates, peak memory per node (the
 SuperNode with its ClientApps), and what was lost (clients dropped, partitions that never
-had an update accepted). ``--out`` also writes the figures as JSON.
+had an update accepted). ``--out`` also writes the figures as JSON; each phase's whole output
+and run folder stay in a temporary folder the script names.
 """
 
 from __future__ import annotations
@@ -64,15 +65,20 @@ def chaos_cmd(args: argparse.Namespace, phase: str, runs: Path) -> list[str]:
         # phase the kills spread over the phase.
         *("--kills", str(kills), "--kill-every", str(seconds / (kills + 1) if kills else 1e9)),
         *("--down", "10", "--sigkill-share", "0.25"),
-        *("--run-config", "max-lost-share=0.5 max-rejected-share=0.5"),
+        # The app's health bounds over chaos.py's; 32 nodes start slowly on a busy machine.
+        *("--run-config", "max-lost-share=0.5 max-rejected-share=0.5 node-wait=900 node-grace=120"),
     ]
 
 
 def figures(runs: Path, output: str) -> dict[str, Any]:
     """The phase's figures from its run folder and chaos.py's output."""
     folders = [p for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
-    if len(folders) != 1:
-        return {"error": f"expected one run folder in {runs}, found {len(folders)}"}
+    if len(folders) != 1:  # the ServerApp failed before its run began (see the log)
+        memory = MEMORY.search(output)
+        return {
+            "error": f"expected one run folder in {runs}, found {len(folders)}",
+            "memory_mib_median": int(memory.group(1)) if memory else None,
+        }
     summary = json.loads((folders[0] / "summary.json").read_text())["summary"]
     with open(folders[0] / "jobs.csv", newline="") as fh:
         jobs = list(csv.DictReader(fh))
@@ -91,23 +97,29 @@ def figures(runs: Path, output: str) -> dict[str, Any]:
     }
 
 
-def run_phase(args: argparse.Namespace, phase: str) -> dict[str, Any]:
-    """Run one phase in a temporary folder; its figures (and chaos.py's exit status)."""
-    with tempfile.TemporaryDirectory(prefix=f"soak-{phase}-") as tmp:
-        runs = Path(tmp) / "runs"
-        cmd = chaos_cmd(args, phase, runs)
-        print("$", " ".join(cmd), flush=True)
-        res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
-        out = res.stdout + res.stderr
-        print("\n".join(line for line in out.splitlines() if line.startswith("chaos")), flush=True)
-        return {"phase": phase, "chaos_exit": res.returncode, **figures(runs, out)}
+def run_phase(args: argparse.Namespace, phase: str, logs: Path) -> dict[str, Any]:
+    """Run one phase; its figures (and chaos.py's exit status). Its whole output goes to
+    ``logs/<phase>.log``, its run folder under ``logs/<phase>-runs``."""
+    runs = logs / f"{phase}-runs"
+    cmd = chaos_cmd(args, phase, runs)
+    print("$", " ".join(cmd), flush=True)
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    out = res.stdout + res.stderr
+    (logs / f"{phase}.log").write_text(out)
+    print("\n".join(line for line in out.splitlines() if line.startswith("chaos")), flush=True)
+    return {"phase": phase, "chaos_exit": res.returncode, **figures(runs, out)}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the phases and print their figures; 0 if every phase completed."""
     args = parse_args(argv)
-    results = [run_phase(args, phase) for phase in args.phases.split(",")]
+    logs = Path(tempfile.mkdtemp(prefix="soak-"))
+    print(f"soak: output and run folders in {logs}", flush=True)
+    results = [run_phase(args, phase, logs) for phase in args.phases.split(",")]
     for r in results:
+        if "error" in r:
+            print(f"soak {r['phase']}: {r['error']} (see {logs / r['phase']}.log)")
+            continue
         gap = r.get("longest_update_gap")
         print(
             f"soak {r['phase']}: status {r.get('status')} ({r.get('failure')}); "
