@@ -43,6 +43,9 @@ from fl_r2sp.flower.retry import RetryPolicy, call_with_retry
 
 log = logging.getLogger("fl_r2sp")
 
+#: Seconds after which a partition query without an answer is asked again.
+REQUERY_AFTER = 120.0
+
 
 class PartitionMap:
     """{partition id: node id} of the online nodes, with re-attachment.
@@ -69,8 +72,10 @@ class PartitionMap:
         make_query: Callable[[int], Any],
         retry: RetryPolicy | None = None,
         bindings: Mapping[int, Binding] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.grid = grid
+        self.clock = clock
         self.expected = int(expected)
         self.make_query = make_query
         self.retry = retry if retry is not None else RetryPolicy()
@@ -84,6 +89,7 @@ class PartitionMap:
         #: How the start wait ended (for the missing-partitions message).
         self.waited = ""
         self._asked: dict[str, int] = {}  # query message id -> node id
+        self._asked_at: dict[int, float] = {}  # node -> when its latest query went out
         self._seen: set[int] = set()  # nodes asked (answered or not)
         self._claims: dict[int, int] = {}  # refused node -> the partition it claims
 
@@ -101,16 +107,27 @@ class PartitionMap:
         # A node that missed heartbeats (a starved machine) comes back online with its own id.
         back = sorted(p for p in was_lost if self.node_of[p] in self.online)
         new = sorted(n for n in self.online if n not in self._seen)
-        if new:
-            msgs = [self.make_query(n) for n in new]
-            pushed = call_with_retry(
-                lambda: list(self.grid.push_messages(msgs)), "partition query", self.retry
-            )
-            for mid, node in zip(pushed, new, strict=True):
-                if mid:
-                    self._asked[mid] = node
-                    self._seen.add(node)
+        # A query a node never answers is asked again: Flower 1.42's SuperNode drops a
+        # message it failed to pull (HTTP 500 on a SuperLink "database is locked", seen with
+        # 32 nodes at load 30) and never answers it.
+        now = self.clock()
+        lost = sorted(
+            n for n, t in self._asked_at.items() if n in self.online and now - t > REQUERY_AFTER
+        )
+        if new or lost:
+            self._ask(new + lost)
         return back + self.read_answers() + self._settle_claims()
+
+    def _ask(self, nodes: list[int]) -> None:
+        msgs = [self.make_query(n) for n in nodes]
+        pushed = call_with_retry(
+            lambda: list(self.grid.push_messages(msgs)), "partition query", self.retry
+        )
+        for mid, node in zip(pushed, nodes, strict=True):
+            if mid:
+                self._asked[mid] = node
+                self._asked_at[node] = self.clock()
+                self._seen.add(node)
 
     def read_answers(self) -> list[int]:
         """Pull the answers to the queries asked so far; the partitions they attached."""
@@ -125,8 +142,14 @@ class PartitionMap:
         for reply in replies:
             node = self._asked.pop(reply.metadata.reply_to_message_id, None)
             if node is not None:
+                self._forget_queries(node)  # answered: its other queries are not awaited
                 attached += self._answer(node, reply)
         return attached
+
+    def _forget_queries(self, node: int) -> None:
+        self._asked_at.pop(node, None)
+        for mid in [m for m, n in self._asked.items() if n == node]:
+            del self._asked[mid]
 
     def lost(self) -> set[int]:
         """Partitions whose node is not in the online set of the last refresh."""
@@ -229,7 +252,7 @@ def discover(
     how the wait ended. ``clock`` and ``sleep`` are injectable for tests; ``bindings``
     is the node manifest (:class:`PartitionMap`).
     """
-    pmap = PartitionMap(grid, expected, make_query, retry, bindings)
+    pmap = PartitionMap(grid, expected, make_query, retry, bindings, clock)
     start = clock()
     deadline = start + timeout
     pmap.waited = f"node-wait={timeout:g} s"
