@@ -14,6 +14,7 @@ and how to fix it.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
@@ -268,7 +269,8 @@ class RunConfig:
     plots: bool = _f(True, "Write PNG plots at the end of the run.")
     job_timeout: float = _f(
         600.0,
-        "Wall clock: real seconds before an unanswered job counts as failed. Virtual clock: "
+        "Wall clock: least real seconds before an unanswered job counts as failed (see "
+        "job-timeout-factor). Virtual clock: "
         "real seconds without any reply before the run stops with an error (a slow reply never "
         "becomes a virtual failure); the Flower message TTL is at least 12 h there.",
     )
@@ -308,6 +310,29 @@ class RunConfig:
         "Run directory of a checkpointed, unfinished run to continue ('' = start fresh); "
         "the other keys must equal that run's, except output and executor keys.",
     )
+    # --- progress: a run without it fails; wall-clock job timeouts adapt --------
+    max_rejected_share: float = _f(
+        0.5,
+        "A run ends failed when more than this share of its finished jobs brought no accepted "
+        "update (rejected by admission, or dropped: error, timeout, offline); 1 = off.",
+    )
+    max_update_gap: float = _f(
+        1800.0,
+        "Wall clock: a run ends failed after this many real seconds without a global update "
+        "(0 = off). On either clock a run that ends with no global update has failed.",
+    )
+    job_timeout_factor: float = _f(
+        4.0,
+        "Wall clock: an unanswered job fails after max(job-timeout, this x the EMA of the "
+        "measured job round trips); a timed-out job counts as a round trip of its wait, so the "
+        "limit grows under load (0 = job-timeout alone).",
+    )
+    node_manifest: str = _f(
+        "",
+        "Flower, secure deployments: JSON file binding each partition id to the node id of its "
+        "registered key (written by deploy_local --secure); a node claiming a partition not "
+        "bound to it gets no work ('' = any node may claim any partition).",
+    )
 
     # ------------------------------------------------------------------------
     @classmethod
@@ -327,8 +352,11 @@ class RunConfig:
         for key, value in run_config.items():
             name = key.replace("-", "_")
             if name not in known:
+                close = difflib.get_close_matches(key, cls.keys(), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ValueError(
-                    f"unknown run-config key {key!r}; known keys: " + ", ".join(sorted(cls.keys()))
+                    f"unknown run-config key {key!r}; {hint}accepted keys: "
+                    + ", ".join(sorted(cls.keys()))
                 )
             kwargs[name] = _coerce(known[name], value)
         kwargs.update(overrides)

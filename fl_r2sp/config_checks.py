@@ -43,9 +43,13 @@ def coerce(f: dataclasses.Field[Any], value: Any) -> Any:
             raise ValueError(f"{key_of(f.name)}={value!r}: expected true or false")
         return value
     if isinstance(default, int):
-        if isinstance(value, bool) or not float(value).is_integer():
+        try:
+            whole = not isinstance(value, bool) and float(value).is_integer()
+        except (TypeError, ValueError):  # 'abc', or a string Flower passed through
+            whole = False
+        if not whole:
             raise ValueError(f"{key_of(f.name)}={value!r}: expected an integer")
-        return int(value)
+        return value if isinstance(value, int) else int(float(value))
     if isinstance(default, float):
         try:
             return float(value)
@@ -133,6 +137,10 @@ def _check_health(v: Mapping[str, Any]) -> None:
     check(v["admission-window"] >= 1, "admission-window", v["admission-window"], ">= 1")
     lost = v["max-lost-share"]
     check(0 <= lost <= 1, "max-lost-share", lost, "must lie in [0, 1]")
+    share = v["max-rejected-share"]
+    check(0 <= share <= 1, "max-rejected-share", share, "must lie in [0, 1] (1 = off)")
+    for key in ("max-update-gap", "job-timeout-factor"):
+        check(v[key] >= 0, key, v[key], ">= 0 (0 = off)")
     check(
         v["max-updates"] > 0 or v["time-budget"] > 0 or v["convergence-window"] > 0,
         "max-updates",

@@ -21,8 +21,13 @@ clients, empty groups, rejected answers, passed turns) and the gaps between
 global updates, and checks that none is longer than 2x the median group
 round time ("stalled") and that every re-attached node answered a job within
 its group's next two applications. Exit code: 0 if the run completed with no
-stalled gap and no re-attached node left without work, 1 otherwise, 124 on
-``--timeout``.
+stalled gap and no re-attached node left without work, 1 otherwise (a run without
+any global update has failed), 2 on a bad ``--run-config``, 124 on ``--timeout``.
+
+Its run-config keys (``run_config``) are defaults: the user's ``--run-config`` keys are
+applied over them (``--run-config "job-timeout=300"`` replaces the script's value). The job
+limit adapts to the machine: at least 60 s x the load per core at the start (at most 600 s),
+else 4 x the EMA of the measured job round trips.
 
 Usage::
 
@@ -59,10 +64,12 @@ import deploy_local as dl  # noqa: E402
 from fl_r2sp.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
+    rss_by_group,
     start_group,
     stop_groups,
     wait_http_ok,
 )
+from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
 from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E402
 
 #: Two always-rejected members in each default group of 4 (group 1: ids 1 and 3, a 1e30 update
@@ -91,7 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the kill schedule and the run")
     p.add_argument("--attack", default=ATTACK, help=f"attack knob (default: {ATTACK})")
     p.add_argument("--run-config", default="", help="extra run-config overrides")
-    p.add_argument("--timeout", type=float, default=600.0, help="hard bound on the whole run, s")
+    p.add_argument(
+        "--timeout", type=float, default=600.0, help="hard bound on the whole run, s (0 = none)"
+    )
     p.add_argument("--keep-home", action="store_true", help="keep the FLWR_HOME folder")
     p.add_argument(
         "--run-dir", type=Path, default=None, help="run-dir of the app (default: in FLWR_HOME)"
@@ -99,15 +108,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run_config(args: argparse.Namespace, run_dir: Path) -> str:
-    """The run's overrides: wall clock, short local jobs, the attack, the time budget."""
-    keys = (
-        f"num-groups={args.groups} fraction={args.fraction:g} local-iterations=5 eval-every=4 "
-        f"max-updates=0 time-budget={args.duration:g} seed={args.seed} plots=false "
-        f"job-timeout=120.0 max-lost-share=1.0 node-wait=60.0 attack='{args.attack}' "
-        f"run-dir='{run_dir.as_posix()}'"
-    )
-    return f"{keys} {args.run_config}".strip()
+def run_config(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
+    """The run's keys: wall clock, short local jobs, the attack, the time budget; then the
+    user's ``--run-config`` over them (the user's value wins)."""
+    own = {
+        "clock": "wall", "num-partitions": args.num_supernodes, "num-groups": args.groups,
+        "fraction": args.fraction, "local-iterations": 5, "eval-every": 4, "max-updates": 0,
+        "time-budget": args.duration, "seed": args.seed, "plots": False,
+        # Half the nodes are hostile by design: losses and rejections are not failures here.
+        "max-lost-share": 1.0, "max-rejected-share": 1.0, "node-wait": 60.0,
+        # The job limit adapts to the machine: 4 x the EMA of the measured round trips, at
+        # least a floor that follows the load now (a loaded machine raises both instead of
+        # failing every job).
+        "job-timeout": job_timeout_floor(), "job-timeout-factor": 4.0,
+        "attack": args.attack, "run-dir": run_dir.as_posix(),
+    }  # fmt: skip
+    return merge_overrides(own, args.run_config)
+
+
+def job_timeout_floor(base: float = 60.0, most: float = 600.0) -> float:
+    """``base`` s times the machine's load per core now (at least 1), at most ``most`` s.
+
+    The first jobs have no measured round trip yet; on a machine at load 16 on 2 cores a
+    ClientApp takes a minute or more to start, and a fixed floor would fail them all.
+    """
+    load = os.getloadavg()[0] / max(1, os.cpu_count() or 1)
+    return round(min(most, base * max(1.0, load)), 1)
 
 
 class Chaos:
@@ -156,6 +182,33 @@ class Chaos:
 
 
 T0 = time.monotonic()
+
+
+class MemoryWatch:
+    """Peak resident memory of each SuperNode with its ClientApps (a thread, every ``every`` s)."""
+
+    def __init__(self, procs: dict[int, Any], every: float = 10.0) -> None:
+        self.procs, self.every = procs, every
+        self.peak: dict[int, int] = {}  # partition -> bytes
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        """Sample until :attr:`stop`."""
+        while not self.stop.wait(self.every):
+            groups = {p.pid: i for i, p in list(self.procs.items())}
+            for pgid, rss in rss_by_group(groups).items():
+                i = groups[pgid]
+                self.peak[i] = max(self.peak.get(i, 0), rss)
+
+    def line(self) -> str:
+        """``memory per node ...``: median and largest peak, in MiB."""
+        if not self.peak:
+            return "memory per node: not sampled (the run ended within one interval)"
+        mib = sorted(v / 2**20 for v in self.peak.values())
+        return (
+            f"memory per node (peak RSS of the SuperNode and its ClientApps, {len(mib)} nodes): "
+            f"median {statistics.median(mib):.0f} MiB, largest {mib[-1]:.0f} MiB"
+        )
 
 
 @dataclass
@@ -253,6 +306,12 @@ def report(run_dir: Path) -> int:
     print(f"  ledger: accepted {s.get('updates_accepted')}")
     print(f"          rejected {s.get('updates_rejected')}")
     print(f"          dropped  {s.get('jobs_dropped')}")
+    print(f"          in flight at the stop {s.get('jobs_in_flight')}")
+    print(
+        f"  lost: clients {s.get('clients_lost')}; longest gap between updates "
+        f"{s.get('longest_update_gap', float('nan')):.1f}s; job limit at the end "
+        f"{s.get('job_limit_final', float('nan')):.0f}s; failure: {s.get('failure')}"
+    )
     for kind in ("client_rejoin", "group_empty", "blacklist", "client_rejected", "group_pass"):
         rows = [r for r in v.records if r["kind"] == kind]
         print(f"  {kind}: {len(rows)} {[r.get('cid', r.get('group')) for r in rows]}")
@@ -285,6 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     (home / "logs").mkdir()
     app = HERE.parent
     runs = args.run_dir.resolve() if args.run_dir is not None else home / "runs"
+    keys = run_config(args, runs)
+    try:
+        check_run_config(keys)  # before Flower sees it: its refusal names no key
+    except ValueError as exc:
+        print(f"chaos: {exc}", file=sys.stderr)
+        shutil.rmtree(home, ignore_errors=True)
+        return 2
     others: list[Any] = []
     nodes: dict[int, Any] = {}
 
@@ -302,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_http_ok(f"http://127.0.0.1:{link_port}/health", 60.0, others[0], None)
         for i in range(n):
             nodes[i] = start_node(i)
-        cmd = dl.flwr_run_cmd(app, n, run_config(args, runs))
+        cmd = dl.flwr_run_cmd(app, keys)
         print("$", " ".join(cmd), flush=True)
         flwr = subprocess.Popen(
             cmd,
@@ -318,15 +384,19 @@ def main(argv: list[str] | None = None) -> int:
         dl.stream(flwr, lines)
         thread = threading.Thread(target=chaos.run, args=(lines,), daemon=True)
         thread.start()
+        memory = MemoryWatch(nodes)
+        threading.Thread(target=memory.run, daemon=True).start()
         try:
-            flwr.wait(timeout=args.timeout)
+            flwr.wait(timeout=args.timeout or None)
         except subprocess.TimeoutExpired:
             print(f"chaos: the run did not end within {args.timeout:g} s", flush=True)
             return 124
         finally:
             chaos.stop.set()
+            memory.stop.set()
             thread.join(timeout=60)
         print(f"chaos: {chaos.kills} kills, {chaos.restarts} restarts; flwr exit {flwr.returncode}")
+        print(f"chaos: {memory.line()}")
         code = report(runs)
         return code
     finally:

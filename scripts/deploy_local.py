@@ -4,7 +4,8 @@
 Unlike ``flwr run .`` (the simulation engine), this is Flower's deployment
 runtime: separate SuperLink and SuperNode processes talking over HTTP, one
 ``flwr-clientapp`` process per message, real (wall-clock) time. The run
-config gets ``clock='wall' num-partitions=N`` first, then ``--run-config``.
+config is ``clock='wall' num-partitions=N`` with ``--run-config`` applied over it,
+checked before anything starts (a bad key or value exits with 2, naming it).
 
 Usage::
 
@@ -53,9 +54,15 @@ only registered SuperNodes (see "Secure deployment" in the README for real machi
     flower-supernode --root-certificates ca.crt \\
         --auth-supernode-private-key nodes/node-$i.key --superlink 127.0.0.1:9091 ...
 
+After registering the keys it writes ``FLWR_HOME/node-manifest.json``, binding partition i
+to node i's key (node id and fingerprint), and passes it to the run (``node-manifest``): the
+ServerApp gives a partition's work only to the node registered with its key.
+
 ``--intruders`` (with ``--secure``) also starts four SuperNodes the SuperLink must refuse
-(no TLS, another CA, an unregistered key, no key), each claiming a real node's partition id,
-and checks afterwards that none joined (exit code 3 if one did).
+(no TLS, another CA, an unregistered key, no key) and a stranger that registers a fresh key
+itself (Flower's Control API lets anyone who reaches the port do that), each claiming a real
+node's partition id, and checks afterwards that none got work: the four were refused by the
+SuperLink, the stranger by the ServerApp (exit code 3 otherwise).
 
 Here the ports are free ones picked at start, ``FLWR_HOME`` and the database
 are in a temporary folder (deleted at the end unless ``--keep-home``; the
@@ -74,6 +81,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
@@ -88,7 +96,7 @@ from fl_r2sp.flower.deploy_commands import (  # noqa: E402
     supernode_cmd,
     write_flower_config,
 )
-from fl_r2sp.flower.pki import make_pki  # noqa: E402
+from fl_r2sp.flower.pki import Pki, make_pki  # noqa: E402
 from fl_r2sp.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
@@ -97,12 +105,18 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     stop_groups,
     wait_http_ok,
 )
+from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
 from fl_r2sp.flower.secure_deploy import (  # noqa: E402
+    Intruder,
+    RegistrationGuard,
+    bind_partitions,
     intruder_verdicts,
     listed_nodes,
     make_intruders,
     register_nodes,
+    stranger_verdict,
     supernode_security,
+    unregister_node,
 )
 
 
@@ -126,7 +140,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--timeout",
         type=float,
         default=1800.0,
-        help="seconds before the run is abandoned, exit code 124 (default: 1800)",
+        help="seconds before the run is abandoned, exit code 124 (default: 1800; 0 = no bound)",
     )
     p.add_argument(
         "--startup-timeout",
@@ -160,19 +174,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with --secure: also start 4 SuperNodes that must be refused and check "
         "that none joined (exit code 3 if one did)",
     )
+    p.add_argument(
+        "--close-registration",
+        action="store_true",
+        help="with --secure: once the nodes are registered, revoke every key registered "
+        "later (checked every 10 s; Flower 1.42 cannot refuse the registration itself)",
+    )
     args = p.parse_args(argv)
+    if args.close_registration and not args.secure:
+        p.error("--close-registration needs --secure (there is no registration without it)")
     if args.intruders and not args.secure:
         p.error("--intruders needs --secure (an insecure SuperLink admits anyone)")
     if args.num_supernodes < 1:
         p.error(f"--num-supernodes must be >= 1, got {args.num_supernodes}")
     if not (args.app / "pyproject.toml").is_file():
         p.error(f"--app {args.app} has no pyproject.toml: pass the Flower app's folder")
+    # Checked here, before Flower sees it: Flower's own refusal names no key.
+    args.overrides = {"clock": "wall", "num-partitions": args.num_supernodes}
+    try:
+        args.overrides = merge_overrides(args.overrides, args.run_config)
+        check_run_config(args.overrides)
+    except ValueError as exc:
+        p.error(str(exc))
     return args
 
 
-def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
-    """Run ``flwr run`` to the end (or ``--timeout``); return the exit code."""
-    cmd = flwr_run_cmd(args.app.resolve(), args.num_supernodes, args.run_config)
+def submit(args: argparse.Namespace, env: dict[str, str]) -> tuple[int, str]:
+    """Run ``flwr run`` to the end (or ``--timeout``); return the exit code and its output."""
+    cmd = flwr_run_cmd(args.app.resolve(), args.overrides)
     print("$", " ".join(cmd), flush=True)
     lines: list[str] = []
     proc = subprocess.Popen(
@@ -186,19 +215,20 @@ def submit(args: argparse.Namespace, env: dict[str, str]) -> int:
     )
     reader = stream(proc, lines)
     try:
-        code = proc.wait(timeout=args.timeout)
+        code = proc.wait(timeout=args.timeout or None)
     except subprocess.TimeoutExpired:
         print(f"deploy_local: run did not finish within {args.timeout:.0f} s", file=sys.stderr)
-        return 124
+        return 124, "".join(lines)
     finally:  # also on Ctrl-C: flwr runs in its own session and would not see it
         if proc.poll() is None:
             stop_group(proc)
     reader.join(timeout=5.0)
+    output = "".join(lines)
     if code != 0:
-        return code
-    status = run_status(env, "".join(lines), args.app)
+        return code, output
+    status = run_status(env, output, args.app)
     print(f"deploy_local: run status {status}", flush=True)
-    return 0 if status == "finished:completed" else 1
+    return (0 if status == "finished:completed" else 1), output
 
 
 def deploy(args: argparse.Namespace, home: Path) -> int:
@@ -213,6 +243,7 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
     logs.mkdir()
     procs: list[subprocess.Popen[bytes]] = []
     handles = []
+    guard: RegistrationGuard | None = None
 
     def start(name: str, cmd: list[str]) -> None:
         handles.append(open(logs / f"{name}.log", "wb"))  # noqa: SIM115 (closed in finally)
@@ -225,20 +256,26 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
         wait_http_ok(
             f"{scheme}://127.0.0.1:{link_port}/health", args.startup_timeout, procs[0], context
         )
-        registered = register_nodes(pki.nodes, CONNECTION, env, args.app) if pki else []
+        registered, guard = register_and_bind(args, pki, env, home) if pki else ([], None)
+        # Strangers register fresh keys themselves: Flower's Control API asks no credential.
+        own_keys = [b.key for b in intruders if b.key is not None]
+        stranger_ids = register_nodes(own_keys, CONNECTION, env, args.app)
+        names = [b.name for b in intruders if b.key is not None]
+        strangers = dict(zip(names, stranger_ids, strict=True))
         for i, port in enumerate(node_ports[:n]):
             security = None if pki is None else supernode_security(pki.ca_cert, pki.nodes[i])
             start(f"supernode-{i}", supernode_cmd(link_port, port, i, n, security))
         for k, (bad, port) in enumerate(zip(intruders, node_ports[n:], strict=True)):
             start(f"intruder-{bad.name}", supernode_cmd(link_port, port, k % n, n, list(bad.flags)))
-        code = submit(args, env)
+        code, output = submit(args, env)
+        revoked = guard.revoked if guard is not None else []
         if intruders:
-            code = (
-                check_intruders(env, args.app, logs, [b.name for b in intruders], registered, n)
-                or code
-            )
+            seen = Seen(logs, output, registered, strangers, revoked)
+            code = check_intruders(env, args.app, intruders, seen, n) or code
         return code
     finally:
+        if guard is not None:
+            guard.stop()
         # SuperNodes first: they deregister from the SuperLink while it still runs.
         stop_groups(procs[1:])
         stop_groups(procs[:1])
@@ -246,27 +283,64 @@ def deploy(args: argparse.Namespace, home: Path) -> int:
             handle.close()
 
 
+def register_and_bind(
+    args: argparse.Namespace, pki: Pki, env: dict[str, str], home: Path
+) -> tuple[list[int], RegistrationGuard | None]:
+    """Register the nodes' keys, write the node manifest and point the run at it; the ids,
+    and the started registration guard with ``--close-registration``."""
+    registered = register_nodes(pki.nodes, CONNECTION, env, args.app)
+    manifest = bind_partitions(pki.nodes, registered, home / "node-manifest.json")
+    args.overrides.setdefault("node-manifest", str(manifest))  # a user's value wins
+    print(f"deploy_local: partitions bound to their keys in {manifest}", flush=True)
+    if not args.close_registration:
+        return registered, None
+    guard = RegistrationGuard(
+        registered,
+        lambda: listed_nodes(CONNECTION, env, args.app),
+        lambda node: unregister_node(node, CONNECTION, env, args.app),
+    )
+    guard.start()
+    return registered, guard
+
+
+class Seen(NamedTuple):
+    """What a secure run with intruders left: logs folder, flwr's output, the node ids of the
+    registered real nodes, of the strangers (by intruder name) and of the revoked nodes."""
+
+    logs: Path
+    output: str
+    registered: list[int]
+    strangers: dict[str, int]
+    revoked: list[int]
+
+
 def check_intruders(
-    env: dict[str, str],
-    app: Path,
-    logs: Path,
-    names: list[str],
-    registered: list[int],
-    num_nodes: int,
+    env: dict[str, str], app: Path, intruders: list[Intruder], seen: Seen, num_nodes: int
 ) -> int:
-    """Print each intruder's verdict and the online nodes; 3 if an intruder joined, else 0."""
+    """Print each intruder's verdict and the online nodes; 3 if an intruder got in, else 0."""
     listed = listed_nodes(CONNECTION, env, app)
     online = sorted(i for i, status in listed.items() if status == "online")
+    known = seen.registered + list(seen.strangers.values())
     print(
         f"deploy_local: SuperLink lists {len(listed)} nodes, {len(online)} online; "
-        f"{len(registered)} registered",
+        f"{len(seen.registered)} registered, {len(seen.strangers)} registered by strangers",
         flush=True,
     )
-    verdicts = intruder_verdicts({b: logs / f"intruder-{b}.log" for b in names}, registered, listed)
+    logs = {b.name: seen.logs / f"intruder-{b.name}.log" for b in intruders}
+    refused = [b.name for b in intruders if b.key is None]
+    verdicts = intruder_verdicts({b: logs[b] for b in refused}, known, listed)
+    for b in intruders:
+        if b.key is not None:
+            text = logs[b.name].read_text(errors="replace") if logs[b.name].exists() else ""
+            node = seen.strangers[b.name]
+            verdicts[b.name] = stranger_verdict(text, seen.output, node, b.key)
+            if node in seen.revoked and verdicts[b.name].startswith("refused"):
+                verdicts[b.name] += "; its registration was revoked (--close-registration)"
     for name, verdict in verdicts.items():
         print(f"deploy_local: intruder {name}: {verdict}", flush=True)
     bad = any(not v.startswith("refused") for v in verdicts.values())
-    return 3 if bad or len(online) > num_nodes else 0
+    admitted = len(seen.strangers) - len(seen.revoked)
+    return 3 if bad or len(online) > num_nodes + admitted else 0
 
 
 def main(argv: list[str] | None = None) -> int:

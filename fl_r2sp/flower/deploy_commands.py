@@ -15,10 +15,13 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from fl_r2sp.flower.pki import Pki
 from fl_r2sp.flower.processes import flwr_bin
+from fl_r2sp.flower.run_config_check import format_overrides
 from fl_r2sp.flower.secure_deploy import superlink_security
 
 #: Name of the SuperLink connection written to ``$FLWR_HOME/config.toml``.
@@ -87,19 +90,15 @@ def supernode_cmd(
     ]
 
 
-def flwr_run_cmd(app: Path, num_partitions: int, overrides: str) -> list[str]:
-    """The ``flwr run`` command line (step 4); later ``--run-config`` flags win."""
-    cmd = [
-        str(flwr_bin("flwr")),
-        "run",
-        str(app),
-        CONNECTION,
-        "--stream",
-        "--run-config",
-        f"clock='wall' num-partitions={num_partitions}",
-    ]
-    if overrides.strip():
-        cmd += ["--run-config", overrides]
+def flwr_run_cmd(app: Path, overrides: Mapping[str, Any]) -> list[str]:
+    """The ``flwr run`` command line (step 4) with ``overrides`` as one ``--run-config``.
+
+    One flag: Flower refuses a key given twice in one text, so callers merge their keys
+    and the user's first (:func:`fl_r2sp.flower.run_config_check.merge_overrides`).
+    """
+    cmd = [str(flwr_bin("flwr")), "run", str(app), CONNECTION, "--stream"]
+    if overrides:
+        cmd += ["--run-config", format_overrides(overrides)]
     return cmd
 
 

@@ -16,7 +16,10 @@ asks nodes it has not seen yet for their partition id, and settles answers:
 * a known partition whose node is still online is a *duplicate*: the new
   node is refused with a warning, not a crash, and remembered as a claimant
   that takes over if the first node goes offline (a SuperNode killed and
-  restarted within the SuperLink's expiry looks exactly like that).
+  restarted within the SuperLink's expiry looks exactly like that);
+* with a node manifest (secure deployments, :mod:`.node_manifest`) a node may
+  claim only the partition bound to its registered key: any other claim is
+  refused for good, whoever answered first.
 
 Detection latency of a lost node: a SuperNode sends a heartbeat every
 ~24 s (Flower 1.42: 0.8 x the 30 s interval, +-10 %); the SuperLink marks it
@@ -29,15 +32,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flwr.serverapp import Grid
 
+from fl_r2sp.flower.node_manifest import Binding, refusal
 from fl_r2sp.flower.records import number
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry
 
 log = logging.getLogger("fl_r2sp")
+
+#: Seconds after which a partition query without an answer is asked again.
+REQUERY_AFTER = 120.0
 
 
 class PartitionMap:
@@ -53,6 +60,9 @@ class PartitionMap:
         Node id -> the partition query message for it.
     retry : RetryPolicy (default: RetryPolicy())
         Retries of the SuperLink calls.
+    bindings : mapping of int to Binding, or None (default: None)
+        The node manifest (:mod:`.node_manifest`): a node may serve only the partition bound
+        to its node id (its registered key); None = any node may claim any partition.
     """
 
     def __init__(
@@ -61,11 +71,17 @@ class PartitionMap:
         expected: int,
         make_query: Callable[[int], Any],
         retry: RetryPolicy | None = None,
+        bindings: Mapping[int, Binding] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.grid = grid
+        self.clock = clock
         self.expected = int(expected)
         self.make_query = make_query
         self.retry = retry if retry is not None else RetryPolicy()
+        self.bindings = bindings
+        #: Nodes refused by the manifest: node id -> (partition claimed, why).
+        self.refused: dict[int, tuple[int, str]] = {}
         self.node_of: dict[int, int] = {}
         self.online: set[int] = set()
         #: While starting, a node told another num-partitions stops the run (ValueError).
@@ -73,6 +89,7 @@ class PartitionMap:
         #: How the start wait ended (for the missing-partitions message).
         self.waited = ""
         self._asked: dict[str, int] = {}  # query message id -> node id
+        self._asked_at: dict[int, float] = {}  # node -> when its latest query went out
         self._seen: set[int] = set()  # nodes asked (answered or not)
         self._claims: dict[int, int] = {}  # refused node -> the partition it claims
 
@@ -90,16 +107,27 @@ class PartitionMap:
         # A node that missed heartbeats (a starved machine) comes back online with its own id.
         back = sorted(p for p in was_lost if self.node_of[p] in self.online)
         new = sorted(n for n in self.online if n not in self._seen)
-        if new:
-            msgs = [self.make_query(n) for n in new]
-            pushed = call_with_retry(
-                lambda: list(self.grid.push_messages(msgs)), "partition query", self.retry
-            )
-            for mid, node in zip(pushed, new, strict=True):
-                if mid:
-                    self._asked[mid] = node
-                    self._seen.add(node)
+        # A query a node never answers is asked again: Flower 1.42's SuperNode drops a
+        # message it failed to pull (HTTP 500 on a SuperLink "database is locked", seen with
+        # 32 nodes at load 30) and never answers it.
+        now = self.clock()
+        lost = sorted(
+            n for n, t in self._asked_at.items() if n in self.online and now - t > REQUERY_AFTER
+        )
+        if new or lost:
+            self._ask(new + lost)
         return back + self.read_answers() + self._settle_claims()
+
+    def _ask(self, nodes: list[int]) -> None:
+        msgs = [self.make_query(n) for n in nodes]
+        pushed = call_with_retry(
+            lambda: list(self.grid.push_messages(msgs)), "partition query", self.retry
+        )
+        for mid, node in zip(pushed, nodes, strict=True):
+            if mid:
+                self._asked[mid] = node
+                self._asked_at[node] = self.clock()
+                self._seen.add(node)
 
     def read_answers(self) -> list[int]:
         """Pull the answers to the queries asked so far; the partitions they attached."""
@@ -114,8 +142,14 @@ class PartitionMap:
         for reply in replies:
             node = self._asked.pop(reply.metadata.reply_to_message_id, None)
             if node is not None:
+                self._forget_queries(node)  # answered: its other queries are not awaited
                 attached += self._answer(node, reply)
         return attached
+
+    def _forget_queries(self, node: int) -> None:
+        self._asked_at.pop(node, None)
+        for mid in [m for m, n in self._asked.items() if n == node]:
+            del self._asked[mid]
 
     def lost(self) -> set[int]:
         """Partitions whose node is not in the online set of the last refresh."""
@@ -154,6 +188,13 @@ class PartitionMap:
         return self._claim(node, pid)
 
     def _claim(self, node: int, pid: int) -> list[int]:
+        if self.bindings is not None:
+            why = refusal(self.bindings, node, pid)
+            if why is not None:  # never attached, never a claimant: it gets no work at all
+                if node not in self.refused:
+                    log.warning("node %d refused, no work for it: %s", node, why)
+                self.refused[node] = (pid, why)
+                return []
         holder = self.node_of.get(pid)
         if holder == node:
             return []
@@ -195,6 +236,7 @@ def discover(
     grace: float = 0.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    bindings: Mapping[int, Binding] | None = None,
 ) -> PartitionMap:
     """Ask the connected nodes for their partition ids, for up to ``timeout`` s.
 
@@ -207,9 +249,10 @@ def discover(
     the wait ends when they all answered. A node told another
     ``num-partitions`` raises ``ValueError`` as soon as it answers. The caller
     checks what is missing (:func:`check_found`); ``PartitionMap.waited`` says
-    how the wait ended. ``clock`` and ``sleep`` are injectable for tests.
+    how the wait ended. ``clock`` and ``sleep`` are injectable for tests; ``bindings``
+    is the node manifest (:class:`PartitionMap`).
     """
-    pmap = PartitionMap(grid, expected, make_query, retry)
+    pmap = PartitionMap(grid, expected, make_query, retry, bindings, clock)
     start = clock()
     deadline = start + timeout
     pmap.waited = f"node-wait={timeout:g} s"

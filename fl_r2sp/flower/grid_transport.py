@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
@@ -27,6 +27,7 @@ from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 
 from fl_r2sp.flower.discovery import PartitionMap, check_found, discover
+from fl_r2sp.flower.node_manifest import Binding
 from fl_r2sp.flower.records import arrays_of, number
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry
 from fl_r2sp.models.weights import flatten, unflatten
@@ -59,6 +60,7 @@ def find_partitions(
     allow_missing: bool = False,
     retry: RetryPolicy | None = None,
     grace: float = 0.0,
+    bindings: Mapping[int, Binding] | None = None,
 ) -> PartitionMap:
     """Ask every node for its ``partition-id``; the map, kept for re-discovery during the run.
 
@@ -70,7 +72,8 @@ def find_partitions(
     partitions are missing after the wait, that is an error naming them unless
     ``allow_missing`` (run-config ``allow-missing-nodes``): then the run goes on
     with those that answered, and a warning names the others. A second node
-    reporting a known partition is refused with a warning (:mod:`.discovery`).
+    reporting a known partition is refused with a warning (:mod:`.discovery`), and so is,
+    with ``bindings`` (the node manifest), a node claiming a partition not bound to its key.
 
     Raises
     ------
@@ -80,7 +83,9 @@ def find_partitions(
     RuntimeError
         If partitions of ``0..expected-1`` are missing and not ``allow_missing``.
     """
-    pmap = discover(grid, query_message, expected, timeout, wait_for_all, retry, grace=grace)
+    pmap = discover(
+        grid, query_message, expected, timeout, wait_for_all, retry, grace=grace, bindings=bindings
+    )
     check_found(pmap.node_of, expected, allow_missing, len(pmap.online), pmap.waited)
     return pmap
 

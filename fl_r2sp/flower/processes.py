@@ -176,7 +176,12 @@ def _group_members(pgid: int) -> list[int]:
 
 def _proc_stats() -> dict[int, tuple[str, int, int]]:
     """{pid: (state, ppid, pgid)} of every live process (empty off Linux)."""
-    stats: dict[int, tuple[str, int, int]] = {}
+    return {pid: (f[0], int(f[1]), int(f[2])) for pid, f in _stat_fields().items()}
+
+
+def _stat_fields() -> dict[int, list[str]]:
+    """{pid: fields 3.. of /proc/<pid>/stat} of every live process (empty off Linux)."""
+    stats: dict[int, list[str]] = {}
     proc = Path("/proc")
     if not proc.is_dir():
         return stats
@@ -188,9 +193,23 @@ def _proc_stats() -> dict[int, tuple[str, int, int]]:
         except OSError:  # exited while scanning
             continue
         # The command name (field 2) may contain spaces/parens: split after the last ')'.
-        fields = raw[raw.rfind(")") + 2 :].split()
-        stats[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]))
+        stats[int(entry.name)] = raw[raw.rfind(")") + 2 :].split()
     return stats
+
+
+def rss_by_group(pgids: Iterable[int]) -> dict[int, int]:
+    """Resident memory in bytes of each process group of ``pgids``, its members summed.
+
+    A SuperNode started by :func:`start_group` leads its own group, which holds the ClientApp
+    processes it spawns, so this is a node's whole footprint. Empty groups give 0.
+    """
+    wanted = {int(g): 0 for g in pgids}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for fields in _stat_fields().values():
+        group = int(fields[2])
+        if group in wanted:
+            wanted[group] += int(fields[21]) * page  # field 24: rss in pages
+    return wanted
 
 
 def pids_matching(text: str, whole_args: bool = False) -> list[int]:

@@ -15,8 +15,8 @@ from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 
 from fl_r2sp.clients.runtime import data_for
-from fl_r2sp.config import RunConfig
 from fl_r2sp.datasets import dataset_info
+from fl_r2sp.flower.run_config_check import check_run_config
 from fl_r2sp.flower.strategy import strategy_for
 from fl_r2sp.models import build_model, resolve_model_name
 from fl_r2sp.models.weights import state_to_arrays, unflatten
@@ -40,7 +40,8 @@ def _configure_logging() -> None:
 def main(grid: Grid, context: Context) -> None:
     """Validate the run config, build the initial model, run the strategy."""
     _configure_logging()
-    cfg = RunConfig.from_run_config(dict(context.run_config))
+    # First act: every key, the spec keys (attack, delay ...) included, named if bad.
+    cfg = check_run_config(dict(context.run_config))
     if not cfg.timing_only:
         data_for(cfg)  # missing data files fail here, before any node is asked to train
     name = resolve_model_name(cfg.model, cfg.dataset)

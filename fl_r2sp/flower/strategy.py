@@ -49,6 +49,7 @@ from flwr.serverapp.strategy import Result, Strategy
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
+from fl_r2sp.flower.node_manifest import read_manifest
 from fl_r2sp.flower.records import MetricValue, arrays_of, number
 from fl_r2sp.flower.retry import RetryPolicy
 from fl_r2sp.models.weights import flatten, unflatten
@@ -176,10 +177,14 @@ class EventDrivenStrategy(Strategy):
             allow_missing=cfg.allow_missing_nodes,
             retry=retry,
             grace=cfg.node_grace,
+            bindings=read_manifest(cfg.node_manifest) if cfg.node_manifest else None,
         )
         # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
         # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
-        ttl = max(timeout, float(DEFAULT_TTL)) if virtual else max(timeout, 60.0)
+        # Wall clock with an adaptive job limit (job-timeout-factor): the limit may grow past
+        # job-timeout, so the loop, not the TTL, decides when a job failed.
+        long_ttl = virtual or cfg.job_timeout_factor > 0
+        ttl = max(timeout, float(DEFAULT_TTL)) if long_ttl else max(timeout, 60.0)
         transport = GridTransport(
             grid,
             template,

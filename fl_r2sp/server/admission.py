@@ -110,22 +110,29 @@ class AdmissionParams:
 
 @dataclass
 class Ledger:
-    """What became of every job: accepted, rejected by reason, dropped by reason."""
+    """What became of every job: accepted, rejected by reason, dropped by reason, in flight.
+
+    ``in_flight`` counts the jobs still out when the run stopped (no answer, no verdict), so
+    that every job row of the run is in the ledger once.
+    """
 
     accepted: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
 
     def count(self, verdict: Verdict) -> None:
         """File one job that brought no admitted update."""
         (self.rejected if verdict.rejected else self.dropped)[verdict.reason] += 1
 
     def summary(self) -> dict[str, Any]:
-        """``updates_accepted``, ``updates_rejected`` / ``jobs_dropped`` (reason -> count)."""
+        """``updates_accepted``, ``updates_rejected`` / ``jobs_dropped`` (reason -> count),
+        ``jobs_in_flight``."""
         return {
             "updates_accepted": self.accepted,
             "updates_rejected": dict(sorted(self.rejected.items())),
             "jobs_dropped": dict(sorted(self.dropped.items())),
+            "jobs_in_flight": self.in_flight,
         }
 
 
@@ -261,5 +268,32 @@ def run_problem(weights: np.ndarray, lost: int, total: int, max_lost_share: floa
         return (
             f"lost {lost} of {total} clients ({lost / total:.0%}) to repeated failures or "
             f"rejected updates, more than max-lost-share={max_lost_share:g}"
+        )
+    return None
+
+
+def progress_problem(summary: dict[str, Any], max_rejected_share: float) -> str | None:
+    """Why a finished run made too little progress, or None.
+
+    Parameters
+    ----------
+    summary : dict
+        The run's summary: ``global_updates``, the ledger (``updates_accepted``,
+        ``updates_rejected``, ``jobs_dropped``) and the wall loop's ``no_progress``.
+    max_rejected_share : float
+        Largest share of the finished jobs (accepted + rejected + dropped; jobs in flight
+        at the stop are not finished) that may bring no accepted update.
+    """
+    if summary.get("no_progress"):
+        return str(summary["no_progress"])
+    if not summary.get("global_updates"):
+        return f"made no global update (stopped: {summary.get('stopped')})"
+    unaccepted = sum(summary["updates_rejected"].values()) + sum(summary["jobs_dropped"].values())
+    finished = summary["updates_accepted"] + unaccepted
+    if finished and unaccepted / finished > max_rejected_share:
+        return (
+            f"{unaccepted} of {finished} finished jobs ({unaccepted / finished:.0%}) brought no "
+            f"accepted update (rejected or dropped), more than "
+            f"max-rejected-share={max_rejected_share:g}"
         )
     return None

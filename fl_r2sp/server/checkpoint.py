@@ -21,18 +21,26 @@ re-sends the outstanding jobs to the live nodes; its timing (and hence what the 
 decides next) cannot repeat the lost run's, and its clock resumes from the checkpoint's
 reading (the downtime is not on the time axis).
 
-The file is a Python pickle of the loop's objects: load only checkpoints you wrote yourself,
-with the same code (a changed class layout may not restore). The last checkpoint stays in the
-folder after the run completes. Cost, measured: about 0.05-0.1 s per save for a 400-update
-timing run with 32 clients (a 2 MB file, mostly the event log and the network traces; fsync
-included).
+The checkpoint is ``checkpoint.npz``: a NumPy archive (read with ``allow_pickle=False``)
+holding a JSON header (format version, the hash of the result-relevant run config, the hash
+of the content), the state as JSON (:mod:`fl_r2sp.server.state_codec`: only ``fl_r2sp``
+classes are rebuilt, nothing in the file can run code) and the state's arrays. A file that
+is empty, truncated, damaged, foreign, of another format or from another configuration is
+refused with :class:`CheckpointError` naming the file and which of these it is; the pickle
+checkpoints of older versions (``checkpoint.pkl``) are refused unread. The last checkpoint
+stays in the folder after the run completes. Cost, measured: see the README's "Checkpoint and
+resume".
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import logging
-import pickle
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,24 +50,30 @@ import numpy as np
 from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.clock import WallClock
 from fl_r2sp.server.loop_base import LoopBase
+from fl_r2sp.server.state_codec import CodecError, decode, encode
 from fl_r2sp.server.virtual_loop import VirtualLoop
 from fl_r2sp.server.wall_loop import WallLoop
 from fl_r2sp.telemetry.rundir import MARKER, atomic_write_bytes, atomic_write_json
 
 log = logging.getLogger("fl_r2sp")
 
-#: Checkpoint file in the run directory (a pickle) and its human-readable note.
-CHECKPOINT = "checkpoint.pkl"
+#: Checkpoint file in the run directory and its human-readable note.
+CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_NOTE = "checkpoint.json"
+#: The pickle checkpoint of versions before format 2 (refused, never read).
+LEGACY_CHECKPOINT = "checkpoint.pkl"
 #: Version of the checkpoint layout; a file of another version is refused.
-FORMAT = 1
+FORMAT = 2
+#: The header's ``kind``: tells our archives from other ``.npz`` files.
+KIND = "fl_r2sp-checkpoint"
 #: Loop attributes rebuilt on resume rather than saved: connections and callables.
 TRANSIENT = frozenset({"transport", "evaluator", "_handlers", "progress", "checkpointer", "clock"})
 #: Run-config keys that may differ between a checkpointed run and its resumption: they change
 #: where files go and how jobs are computed, never a result.
 RESUME_FREE = frozenset({
     "resume-from", "checkpoint-every", "run-dir", "plots", "data-dir", "download", "executor",
-    "executor-workers", "executor-stack", "compute-device", "job-timeout",
+    "executor-workers", "executor-stack", "executor-conv", "executor-compile",
+    "executor-cuda-graphs", "compute-device", "job-timeout", "job-timeout-factor", "node-manifest",
 })  # fmt: skip
 
 
@@ -98,18 +112,20 @@ class Checkpointer:
 
     def save(self, loop: LoopBase) -> Path:
         """Write the loop's state now (atomically); return the checkpoint's path."""
-        payload = {
-            "format": FORMAT, "clock": loop.clock_name, "config": self.config,
-            "clients": list(self.clients), "resumes": self.resumes,
-            "clock_now": loop.clock.now(), "wall_elapsed": time.perf_counter() - loop._wall0,
-            "state": {k: v for k, v in vars(loop).items() if k not in TRANSIENT},
+        clock_now = loop.clock.now()
+        loop_state = {k: v for k, v in vars(loop).items() if k not in TRANSIENT}
+        tree, arrays = encode(loop_state)
+        state = {
+            "clock": loop.clock_name, "config": self.config, "clients": list(self.clients),
+            "resumes": self.resumes, "clock_now": clock_now,
+            "wall_elapsed": time.perf_counter() - loop._wall0, "loop": tree,
         }  # fmt: skip
-        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _archive(self.config, state, arrays)
         path = atomic_write_bytes(self.directory / CHECKPOINT, data)
         note = {
             "version": loop.policy.version,
             "clock": loop.clock_name,
-            "time": payload["clock_now"],
+            "time": clock_now,
             "bytes": len(data),
             "resumes": self.resumes,
             "saved": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -120,10 +136,90 @@ class Checkpointer:
             "checkpoint at update %d (%s t=%.2fs): %s",
             loop.policy.version,
             loop.clock_name,
-            payload["clock_now"],
+            clock_now,
             path,
         )
         return path
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed; the message names the file and why."""
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """SHA-256 of the run-config keys that change results (all but :data:`RESUME_FREE`)."""
+    kept = {k: v for k, v in config.items() if k not in RESUME_FREE}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _content_hash(state: bytes, arrays: list[np.ndarray]) -> str:
+    digest = hashlib.sha256(state)
+    for array in arrays:
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def _archive(config: dict[str, Any], state: dict[str, Any], arrays: list[np.ndarray]) -> bytes:
+    """The ``.npz`` bytes: header and state as UTF-8 JSON, then ``a0``, ``a1`` ... arrays."""
+    state_bytes = json.dumps(state, separators=(",", ":")).encode()
+    header = {
+        "kind": KIND, "format": FORMAT, "config_hash": config_hash(config),
+        "content_hash": _content_hash(state_bytes, arrays), "arrays": len(arrays),
+    }  # fmt: skip
+    members: dict[str, Any] = {
+        "header": np.frombuffer(json.dumps(header).encode(), np.uint8),
+        "state": np.frombuffer(state_bytes, np.uint8),
+    }
+    members.update((f"a{i}", a) for i, a in enumerate(arrays))
+    buf = io.BytesIO()
+    np.savez(buf, allow_pickle=False, **members)
+    return buf.getvalue()
+
+
+def read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any], list[np.ndarray]]:
+    """Header, JSON state and arrays of the checkpoint at ``path``, checked against its hash.
+
+    Raises
+    ------
+    CheckpointError
+        Naming ``path`` and whether it is empty, a pickle, foreign, truncated or damaged,
+        of another format, or altered since it was written.
+    """
+    head = path.read_bytes()[:4]
+    if not head:
+        raise CheckpointError(f"{path}: empty file (0 bytes); the checkpoint was lost")
+    if head[:1] == b"\x80":
+        raise CheckpointError(f"{path}: a Python pickle, not a checkpoint; refused unread")
+    if head != b"PK\x03\x04":
+        raise CheckpointError(f"{path}: a foreign file, not a checkpoint (no .npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            if "header" not in npz.files:
+                raise CheckpointError(f"{path}: a foreign .npz archive (no checkpoint header)")
+            header = json.loads(npz["header"].tobytes())
+            _check_header(path, header)
+            state_bytes = npz["state"].tobytes()
+            arrays = [npz[f"a{i}"] for i in range(int(header["arrays"]))]
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError) as exc:
+        raise CheckpointError(f"{path}: truncated or damaged ({exc})") from None
+    except (ValueError, TypeError) as exc:  # a header or member that is not what we wrote
+        raise CheckpointError(f"{path}: damaged ({exc})") from None
+    if _content_hash(state_bytes, arrays) != header["content_hash"]:
+        raise CheckpointError(f"{path}: damaged (its content does not match its header's hash)")
+    return header, json.loads(state_bytes), arrays
+
+
+def _check_header(path: Path, header: Any) -> None:
+    if not isinstance(header, dict) or header.get("kind") != KIND:
+        raise CheckpointError(f"{path}: a foreign .npz archive (its header is not a checkpoint's)")
+    if header.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{path}: checkpoint format {header.get('format')!r}; this version reads format "
+            f"{FORMAT} only"
+        )
 
 
 @dataclass(frozen=True)
@@ -146,38 +242,46 @@ def load_checkpoint(cfg: RunConfig) -> Saved:
     ------
     FileNotFoundError
         If the folder or its checkpoint is missing.
+    CheckpointError
+        If the file is empty, truncated, damaged, foreign, of another format, an old pickle,
+        or from another configuration (the keys named with both values).
     ValueError
-        If the run already completed, the file has another layout, or a run-config key
-        that changes results differs from the checkpointed run's (named with both values).
+        If the run already completed.
     """
     directory = Path(cfg.resume_from)
     path = directory / CHECKPOINT
     if not path.is_file():
+        legacy = directory / LEGACY_CHECKPOINT
+        if legacy.is_file():
+            raise CheckpointError(
+                f"{legacy}: a Python pickle checkpoint of an older fl_r2sp; refused unread "
+                "(reading a pickle can run code): resume it with the version that wrote it, "
+                "or start the run again"
+            )
         raise FileNotFoundError(
             f"resume-from={cfg.resume_from!r}: no {CHECKPOINT} there; pass the folder of a run "
             "that had checkpoint-every > 0"
         )
     if (directory / MARKER).exists():
         raise ValueError(f"resume-from={cfg.resume_from!r}: that run completed; nothing to resume")
-    with open(path, "rb") as fh:
-        payload = pickle.load(fh)  # noqa: S301 -- our own file (see the module docstring)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a checkpoint of layout {FORMAT}")
-    _check_same_run(cfg, payload["config"])
-    return Saved(directory, payload)
+    header, state, arrays = read_checkpoint(path)
+    if header["config_hash"] != config_hash(cfg.to_run_config()):
+        raise CheckpointError(f"{path}: from another configuration: {_differences(cfg, state)}")
+    try:
+        state["state"] = decode(state.pop("loop"), arrays)
+    except (CodecError, KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: damaged state ({exc})") from None
+    return Saved(directory, state)
 
 
-def _check_same_run(cfg: RunConfig, saved: dict[str, Any]) -> None:
-    now = cfg.to_run_config()
+def _differences(cfg: RunConfig, saved: dict[str, Any]) -> str:
+    """The result-relevant keys in which ``cfg`` differs from the checkpointed run's config."""
+    now, then = cfg.to_run_config(), dict(saved.get("config") or {})
     diff = sorted(
-        k for k in set(now) | set(saved) if k not in RESUME_FREE and now.get(k) != saved.get(k)
+        k for k in set(now) | set(then) if k not in RESUME_FREE and now.get(k) != then.get(k)
     )
-    if diff:
-        pairs = ", ".join(f"{k}={now.get(k)!r} (checkpoint: {saved.get(k)!r})" for k in diff)
-        raise ValueError(
-            f"resume-from: the run config differs from the checkpointed run's in "
-            f"{pairs}; resume with the same settings"
-        )
+    pairs = ", ".join(f"{k}={now.get(k)!r} (checkpoint: {then.get(k)!r})" for k in diff)
+    return f"it differs in {pairs or 'its set of keys'}; resume with the same settings"
 
 
 def check_clients(saved: Saved, clients: list[int]) -> None:
@@ -258,10 +362,11 @@ def attach(
         resumes = int(saved.payload["resumes"]) + 1
         clients = saved.clients
     elif cfg.checkpoint_every > 0:
-        from fl_r2sp.server.run_files import default_run_name
+        from fl_r2sp.server.run_files import default_run_name, mark_interrupted
         from fl_r2sp.telemetry.rundir import reserve_run_dir
 
         directory, resumes = reserve_run_dir(cfg.run_dir, run_name or default_run_name(cfg)), 0
+        mark_interrupted(cfg, directory)  # what a kill before the end leaves
     else:
         return None
     assert directory is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -151,6 +151,8 @@ class LoopBase:
         self.stopped: str | None = None
         self.job_counter: dict[int, int] = {}
         self.replies: list[tuple[int, int]] = []  # (cid, job) of every reply received
+        self.last_update_at = 0.0  # clock time of the last global update (or of the start)
+        self.longest_gap = 0.0  # longest time between two global updates so far
         self._wall0 = time.perf_counter()
         #: Saves the loop's state every k updates (fl_r2sp.server.checkpoint); set by the runner.
         self.checkpointer: StateSaver | None = None
@@ -215,19 +217,6 @@ class LoopBase:
             log.info("stopping: %s", reason)
 
     # -- replies ---------------------------------------------------------------
-    def _timed_out(self, sent: Iterable[tuple[Job, float]], now: float) -> list[Reply]:
-        """Error replies for the jobs sent more than ``job_timeout`` before ``now``.
-
-        ``sent`` pairs each unanswered job with the wall time it was handed to
-        the transport, on the same clock as ``now``. The transport forgets the
-        late jobs' nodes, so that a late answer cannot block the next job.
-        """
-        late = [job for job, at in sent if now - at > self.job_timeout]
-        for job in late:
-            self.transport.forget(job.cid)
-        error = f"no reply within job-timeout={self.job_timeout:g}s"
-        return [Reply(job.cid, job.index, job.tag, None, error=error) for job in late]
-
     def check_reply(self, reply: Reply) -> str | None:
         """Why ``reply`` must not be aggregated (error, bad weights or count), or None.
 
@@ -276,9 +265,27 @@ class LoopBase:
         handler = self.policy.on_rejected if verdict.rejected else self.policy.on_failure
         self.execute(now, handler(now, job.cid, job.tag, message))
 
+    def settle_in_flight(self) -> int:
+        """File the jobs still out at the stop as in flight (``in_flight`` column and ledger).
+
+        Call once, after the loop stopped: every job row then has an outcome (an update, a
+        failure, or in flight), and the ledger counts each row once; returns how many.
+        """
+        rows = [
+            r
+            for r in self.events.jobs
+            if "push_end" not in r and not r.get("failed") and not r.get("in_flight")
+        ]
+        for row in rows:
+            row["in_flight"] = True
+        self.admission.ledger.in_flight += len(rows)
+        return len(rows)
+
     # -- evaluation and stopping ----------------------------------------------
     def model_updated(self, now: float, d: ModelUpdated) -> None:
         """Evaluate every ``eval_every`` versions and apply the stop rules."""
+        self.longest_gap = max(self.longest_gap, now - self.last_update_at)
+        self.last_update_at = now
         final = self.stop.max_updates and d.version >= self.stop.max_updates
         if d.version % self.eval_every == 0 or final:
             self.evaluate(now, d.version, d.weights)
@@ -334,6 +341,8 @@ class LoopBase:
         """Figures every run reports (the events add push/pull/round times)."""
         out: dict[str, Any] = {"stopped": self.stopped, "clock": self.clock_name}
         out["global_updates"] = self.policy.version
+        # The gap still open at the end counts too (a run that stalled before its stop).
+        out["longest_update_gap"] = max(self.longest_gap, self.clock.now() - self.last_update_at)
         out["replies_received"] = len(self.replies)
         if self.history:
             last = self.history[-1]

@@ -1,8 +1,9 @@
 """Write a finished run's folder: config, summary, history, weights, events, traces, plots.
 
-Every file goes in through a temporary name and an atomic rename, and the ``COMPLETE``
-marker is written last (:mod:`fl_r2sp.telemetry.rundir`), so a run killed while writing
-leaves a folder that readers skip. The folder name is unique: a taken name gets a
+Every file goes in through a temporary name and an atomic rename; ``summary.json`` says
+``interrupted`` until the ``COMPLETE`` marker is written (:mod:`fl_r2sp.telemetry.rundir`) and
+gets the real status last, so a run killed while writing leaves a folder that readers skip and
+whose summary says so. The folder name is unique: a taken name gets a
 ``-2``, ``-3`` ... suffix (two runs finishing in the same second never share one).
 """
 
@@ -28,6 +29,12 @@ from fl_r2sp.telemetry.rundir import (
 
 #: Sampling interval of the server-link traces (the paper's nethogs: 100 ms).
 TRACE_INTERVAL = 0.1
+#: Summary figures repeated in the ``COMPLETE`` marker.
+MARKER_KEYS = ("status", "stopped", "global_updates")
+#: ``failure`` of a run whose folder was not finished (killed, stopped, or to be resumed).
+INTERRUPTED = (
+    "the run stopped before it finished (killed or interrupted; resumable if it checkpointed)"
+)
 
 
 def default_run_name(cfg: RunConfig) -> str:
@@ -36,9 +43,17 @@ def default_run_name(cfg: RunConfig) -> str:
 
 
 def write_run_dir(
-    cfg: RunConfig, out: RunOutput, run_name: str | None = None, directory: Path | None = None
+    cfg: RunConfig,
+    out: RunOutput,
+    run_name: str | None = None,
+    directory: Path | None = None,
+    complete: bool = True,
 ) -> Path:
     """Write config, summary, history, weights, events, traces and plots; return the folder.
+
+    The order makes a crash at any point tell the truth: ``summary.json`` first says
+    ``interrupted``, then the other files, the ``COMPLETE`` marker, and the real summary
+    last; so ``"status": "completed"`` is never on disk without the marker.
 
     Parameters
     ----------
@@ -50,12 +65,15 @@ def write_run_dir(
         Wanted folder name; a taken name gets a ``-N`` suffix.
     directory : Path or None (default: None)
         An existing folder to complete instead (a checkpointed or resumed run's).
+    complete : bool (default: True)
+        Write the ``COMPLETE`` marker; False for an interrupted run (readers skip its
+        folder, and a checkpointed one stays resumable).
     """
     if directory is None:
         directory = reserve_run_dir(cfg.run_dir, run_name or default_run_name(cfg))
+    mark_interrupted(cfg, directory)
     meta = {"config": cfg.to_run_config(), "seed": cfg.seed}
     atomic_write_json(directory / "config.json", meta)
-    atomic_write_json(directory / "summary.json", {**meta, "summary": out.summary})
     atomic_write_text(directory / "history.csv", _csv_text(out.history))
     buf = io.BytesIO()
     np.save(buf, out.weights)
@@ -77,14 +95,23 @@ def write_run_dir(
             write_run_plots(
                 stage, out.events.jobs, out.events.records, out.traces, TRACE_INTERVAL, out.history
             )
-    mark_complete(
-        directory,
-        {
-            "stopped": out.summary.get("stopped"),
-            "global_updates": out.summary.get("global_updates"),
-        },
-    )
+    if complete:
+        mark_complete(directory, {k: out.summary.get(k) for k in MARKER_KEYS})
+    atomic_write_json(directory / "summary.json", {**meta, "summary": out.summary})
     return directory
+
+
+def mark_interrupted(cfg: RunConfig, directory: Path) -> None:
+    """Write a ``summary.json`` saying ``interrupted``: what a run killed from now on leaves.
+
+    Called when a checkpointed run reserves its folder and before a run's files are written;
+    the real summary replaces it last.
+    """
+    summary = {"status": "interrupted", "failure": INTERRUPTED}
+    atomic_write_json(
+        directory / "summary.json",
+        {"config": cfg.to_run_config(), "seed": cfg.seed, "summary": summary},
+    )
 
 
 def _write_partition(cfg: RunConfig, directory: Path) -> None:

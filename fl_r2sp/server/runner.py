@@ -13,7 +13,11 @@ scripts and the tests (over the in-process transport)::
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -22,8 +26,14 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
-from fl_r2sp.server.admission import Admission, AdmissionParams, RunFailed, run_problem
-from fl_r2sp.server.checkpoint import attach, load_checkpoint, resume
+from fl_r2sp.server.admission import (
+    Admission,
+    AdmissionParams,
+    RunFailed,
+    progress_problem,
+    run_problem,
+)
+from fl_r2sp.server.checkpoint import Saved, attach, load_checkpoint, resume
 from fl_r2sp.server.loop_base import Evaluator, LoopBase, StopRule
 from fl_r2sp.server.run_files import TRACE_INTERVAL, write_run_dir
 from fl_r2sp.server.run_output import RunOutput
@@ -69,9 +79,12 @@ def run(
     Raises
     ------
     RunFailed
-        After the run directory is written, if the final model is non-finite
-        or more than ``max-lost-share`` of the clients were lost
-        (:func:`fl_r2sp.server.admission.run_problem`); ``summary["status"]``
+        After the run directory is written, if the final model is non-finite,
+        more than ``max-lost-share`` of the clients were lost
+        (:func:`fl_r2sp.server.admission.run_problem`), or the run made too little
+        progress: no global update at all or for ``max-update-gap`` s, or more than
+        ``max-rejected-share`` of its finished jobs unaccepted
+        (:func:`~fl_r2sp.server.admission.progress_problem`); ``summary["status"]``
         is then ``"failed"`` and ``summary["failure"]`` says why.
     """
     from fl_r2sp.clients.runtime import data_for, runtime_for
@@ -108,24 +121,25 @@ def run(
     # checkpoint-every / resume-from (fl_r2sp/server/checkpoint.py): the folder to finish.
     directory = attach(cfg, loop, clients, saved, run_name)
     started = time.perf_counter()
-    try:
-        final = loop.run(weights, clients) if saved is None else resume(loop, saved)
-    finally:
-        transport.close()
+    final, interrupted = _drive(loop, saved, weights, clients, transport)
     network = getattr(loop, "net", network)  # a resumed loop holds the checkpointed one
     out = _finish(cfg, loop, final, network, outliers, started)
-    problem = _health(cfg, out, len(clients))
+    problem = _health(cfg, out, len(clients), interrupted is not None)
     if write:
-        out.run_dir = write_run_dir(cfg, out, run_name, directory)
+        out.run_dir = write_run_dir(cfg, out, run_name, directory, complete=interrupted is None)
+    if interrupted is not None:
+        log.error("run interrupted; its folder (no COMPLETE marker): %s", out.run_dir)
+        raise interrupted
     if progress:
         from fl_r2sp.telemetry.summary import format_summary
 
         log.info("\n%s", format_summary(out.summary))
         log.info(
-            "updates: %d accepted, rejected %s, jobs dropped %s",
+            "updates: %d accepted, rejected %s, jobs dropped %s, in flight at the stop %d",
             out.summary["updates_accepted"],
             out.summary["updates_rejected"] or "none",
             out.summary["jobs_dropped"] or "none",
+            out.summary["jobs_in_flight"],
         )
         if out.run_dir is not None:
             log.info("run directory: %s", out.run_dir)
@@ -133,6 +147,31 @@ def run(
         log.error("run failed: %s", problem)
         raise RunFailed(problem, out)
     return out
+
+
+def _drive(
+    loop: LoopBase,
+    saved: Saved | None,
+    weights: np.ndarray,
+    clients: list[int],
+    transport: Transport,
+) -> tuple[np.ndarray, KeyboardInterrupt | None]:
+    """Run (or resume) ``loop`` to its stop; the final weights and the interruption, if any.
+
+    Ctrl-C and SIGTERM end the loop as an interruption (the caller writes the folder, then
+    re-raises it); the jobs still out are filed as in flight either way.
+    """
+    interrupted: KeyboardInterrupt | None = None
+    try:
+        with _sigterm_interrupts():
+            final = loop.run(weights, clients) if saved is None else resume(loop, saved)
+    except KeyboardInterrupt as exc:
+        interrupted, final = exc, loop.policy.weights
+        loop.finish(f"interrupted ({exc or 'SIGINT'})")
+    finally:
+        transport.close()
+    loop.settle_in_flight()
+    return final, interrupted
 
 
 def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:
@@ -144,17 +183,46 @@ def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:
     return {i: int(n) for i, n in enumerate(data_for(cfg).partition.sizes())}
 
 
-def _health(cfg: RunConfig, out: RunOutput, num_clients: int) -> str | None:
-    """Record the run's status and lost clients in its summary; the failure reason or None."""
+def _health(
+    cfg: RunConfig, out: RunOutput, num_clients: int, interrupted: bool = False
+) -> str | None:
+    """Record the run's status and lost clients in its summary; the failure reason or None.
+
+    An interrupted run's status is ``interrupted`` (its ``failure`` says so); it is not
+    judged further.
+    """
     lost = list(out.summary.get("policy_dropped") or [])
     problem = run_problem(out.weights, len(lost), num_clients, cfg.max_lost_share)
+    problem = problem or progress_problem(out.summary, cfg.max_rejected_share)
+    status = "interrupted" if interrupted else ("failed" if problem else "completed")
     out.summary.update(
         clients_lost=len(lost),
         lost_share=len(lost) / max(1, num_clients),
-        status="failed" if problem else "completed",
-        failure=problem,
+        status=status,
+        failure=out.summary["stopped"] if interrupted else problem,
     )
-    return problem
+    return None if interrupted else problem
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does (main thread only).
+
+    So a stopped run (``flwr stop``, a service manager) writes its folder as ``interrupted``
+    instead of vanishing; the previous handler is put back afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _build_loop(
@@ -179,7 +247,13 @@ def _build_loop(
         progress=progress,
     )
     if cfg.clock == "wall":
-        wall = WallLoop(job_timeout=cfg.job_timeout, resend_backoff=cfg.resend_backoff, **base)
+        wall = WallLoop(
+            job_timeout=cfg.job_timeout,
+            resend_backoff=cfg.resend_backoff,
+            job_timeout_factor=cfg.job_timeout_factor,
+            max_update_gap=cfg.max_update_gap,
+            **base,
+        )
         return wall, None
     profile = get_profile(cfg.network)
     network = star_network(cfg.num_partitions, profile)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -41,22 +41,40 @@ class WallLoop(LoopBase):
     resend_backoff : float (default: 0.5)
         Seconds before the re-send after a client's first consecutive error;
         doubled per further error, capped at :attr:`MAX_BACKOFF` (0 = at once).
+    job_timeout_factor : float (default: 0.0)
+        An unanswered job fails after ``max(job_timeout, factor x EMA of the job round
+        trips)``; 0 = after ``job_timeout`` alone.
+    max_update_gap : float (default: 0.0)
+        Stop, as a run without progress (:attr:`no_progress`), after this many seconds
+        without a global update (0 = never).
     **base : Any
-        Passed to :class:`LoopBase` (``job_timeout`` among them).
+        Passed to :class:`LoopBase` (``job_timeout`` among them: the timeout's floor).
     """
 
     clock_name = "wall"
     clock: WallClock
     #: Longest re-send backoff in seconds.
     MAX_BACKOFF = 30.0
+    #: Weight of the newest job round trip in the EMA the timeout follows.
+    ROUND_EMA_WEIGHT = 0.2
 
     def __init__(
-        self, *, poll_interval: float = 0.05, resend_backoff: float = 0.5, **base: Any
+        self,
+        *,
+        poll_interval: float = 0.05,
+        resend_backoff: float = 0.5,
+        job_timeout_factor: float = 0.0,
+        max_update_gap: float = 0.0,
+        **base: Any,
     ) -> None:
         super().__init__(**base)
         self.clock = WallClock()
         self.poll_interval = poll_interval
         self.resend_backoff = resend_backoff
+        self.job_timeout_factor = job_timeout_factor
+        self.max_update_gap = max_update_gap
+        self.round_ema: float | None = None  # EMA of job round trips (timeouts included)
+        self.no_progress: str | None = None  # why the run stopped without progress, if it did
         self.errors: dict[int, int] = {}  # consecutive error replies per client
         self.waiting: dict[int, float] = {}  # client -> when its backed-off re-send may go
         self.timers: list[tuple[float, int, Hashable]] = []
@@ -77,6 +95,8 @@ class WallLoop(LoopBase):
             now = self.clock.now()
             if self.time_exceeded(now):
                 break
+            if self._stalled(now):
+                break
             self._fire_timers(now)
             self._release_waiting(now)
             if not self.inflight and not self.timers and not self.waiting:
@@ -90,6 +110,48 @@ class WallLoop(LoopBase):
             self._rejoin()
         self.evaluate_final(self.clock.now())
         return self.policy.weights
+
+    def job_limit(self) -> float:
+        """Seconds an unanswered job may take now: max(floor, factor x EMA round trip)."""
+        if self.job_timeout_factor <= 0 or self.round_ema is None:
+            return self.job_timeout
+        return max(self.job_timeout, self.job_timeout_factor * self.round_ema)
+
+    def _timed_out(self, sent: Iterable[tuple[Job, float]], now: float) -> list[Reply]:
+        """Error replies for the jobs sent more than :meth:`job_limit` before ``now``.
+
+        ``sent`` pairs each unanswered job with the wall time it was handed to
+        the transport, on the same clock as ``now``. The transport forgets the
+        late jobs' nodes, so that a late answer cannot block the next job.
+        """
+        limit = self.job_limit()
+        late = [job for job, at in sent if now - at > limit]
+        for job in late:
+            self.transport.forget(job.cid)
+        error = f"{TIMEOUT_PREFIX} limit of {limit:.3g}s"
+        return [Reply(job.cid, job.index, job.tag, None, error=error) for job in late]
+
+    def _stalled(self, now: float) -> bool:
+        """True (and stops) when no global update came for ``max_update_gap`` seconds."""
+        gap = now - self.last_update_at
+        if not self.max_update_gap or gap <= self.max_update_gap:
+            return False
+        self.no_progress = (
+            f"no global update for {gap:.3g}s, more than max-update-gap={self.max_update_gap:g}"
+        )
+        self.finish(self.no_progress)
+        return True
+
+    def _note_round_trip(self, seconds: float) -> None:
+        w = self.ROUND_EMA_WEIGHT
+        ema = self.round_ema
+        self.round_ema = seconds if ema is None else (1 - w) * ema + w * seconds
+
+    def summary(self) -> dict[str, Any]:
+        """:meth:`LoopBase.summary` plus the job limit at the end and any stall."""
+        out = super().summary()
+        out.update(job_limit_final=self.job_limit(), no_progress=self.no_progress)
+        return out
 
     def _fire_timers(self, now: float) -> None:
         while self.timers and self.timers[0][0] <= now and self.stopped is None:
@@ -144,6 +206,11 @@ class WallLoop(LoopBase):
             return  # a reply to a job we already gave up on
         del self.inflight[reply.cid]
         now = self.clock.now()
+        # Timed-out jobs too: the wait they took is a lower bound of their round trip, so
+        # a loaded machine raises the limit instead of failing every job at the floor. A lost
+        # node's job ends at once without a round trip: it would pull the limit down.
+        if not (reply.error or "").startswith(OFFLINE_PREFIX):
+            self._note_round_trip(now - entry[1])
         row = self.events.job(reply.cid, reply.index)
         row.update(push_end=now, delay=reply.delay_s)
         self._note_error(reply)  # before the policy re-sends: the re-send waits out the backoff

@@ -32,6 +32,7 @@ JOB_FIELDS = (
     "straggler",
     "cosine",
     "failed",
+    "in_flight",
 )
 
 

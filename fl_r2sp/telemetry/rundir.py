@@ -7,7 +7,8 @@ Rules every writer of a run directory follows (``docs/architecture.md`` §9):
   ``name-3`` ... so two runs never share a folder, even from different processes.
 * **Atomic files.** Every file appears whole or not at all: it is written under a temporary
   name in the same folder and renamed into place (:func:`atomic_write_bytes`,
-  :func:`atomic_write_text`, :func:`staged` for writers that only take a folder).
+  :func:`atomic_write_text`, :func:`staged` for writers that only take a folder), with one
+  mode, :data:`FILE_MODE`.
 * **A completion marker, last.** :func:`mark_complete` writes ``COMPLETE`` after every other
   file; a reader that sees it sees whole files (:func:`is_complete`, :func:`complete_run_dirs`).
   A run killed while writing leaves a folder without the marker, which readers skip, and a
@@ -33,6 +34,9 @@ MARKER = "COMPLETE"
 MAX_SUFFIX = 10_000
 #: Prefix of temporary files and staging folders (readers ignore it).
 TMP_PREFIX = ".tmp-"
+#: Mode of every file of a run directory (``mkstemp`` would give 0600, plot writers 0644
+#: less the umask): one mode, readable by the group and others like a plain ``open``'s.
+FILE_MODE = 0o644
 
 
 def reserve_run_dir(parent: str | os.PathLike[str], name: str) -> Path:
@@ -76,6 +80,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + path.name + ".", dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -116,6 +121,7 @@ def staged(directory: str | os.PathLike[str]) -> Iterator[Path]:
         yield stage
         for item in sorted(stage.iterdir()):
             if item.is_file():
+                item.chmod(FILE_MODE)
                 os.replace(item, target / item.name)
     finally:
         shutil.rmtree(stage, ignore_errors=True)

@@ -119,15 +119,10 @@ def test_deploy_commands_and_flower_config(tmp_path: Path, monkeypatch: pytest.M
     ]
     link = deploy.superlink_cmd(9091, tmp_path / "state.db")
     assert link[link.index("--port") + 1] == "9091" and "--insecure" in link
-    run = deploy.flwr_run_cmd(REPO, 4, "max-updates=2")
+    run = deploy.flwr_run_cmd(REPO, {"clock": "wall", "num-partitions": 4, "max-updates": 2})
     assert run[1:5] == ["run", str(REPO), "deployment", "--stream"]
-    # The user's overrides come last, so they win over clock/num-partitions.
-    assert run[-4:] == [
-        "--run-config",
-        "clock='wall' num-partitions=4",
-        "--run-config",
-        "max-updates=2",
-    ]
+    # One --run-config: Flower refuses a key given twice, the callers merge theirs first.
+    assert run[-2:] == ["--run-config", "clock='wall' num-partitions=4 max-updates=2"]
     # flwr itself reads the connection we write.
     from flwr.cli.flower_config import read_superlink_connection
 

@@ -74,10 +74,11 @@ def test_killed_serverapp_resumes_with_every_update_and_its_history(tmp_path: Pa
     env = flower_env(home)
     link, *ports = free_ports(1 + NODES)
     deploy.write_flower_config(home, link)
-    overrides = (
-        f"num-groups=2 max-updates=4 eval-every=1 local-iterations=3 plots=false "
-        f"delay='constant(value=0.01)' checkpoint-every=2 run-dir='{runs}'"
-    )
+    overrides = {
+        "clock": "wall", "num-partitions": NODES, "num-groups": 2, "max-updates": 4,
+        "eval-every": 1, "local-iterations": 3, "plots": False,
+        "delay": "constant(value=0.01)", "checkpoint-every": 2, "run-dir": str(runs),
+    }  # fmt: skip
     procs: list[subprocess.Popen[bytes]] = []
     handles = []
     try:
@@ -92,7 +93,7 @@ def test_killed_serverapp_resumes_with_every_update_and_its_history(tmp_path: Pa
                 start_group(deploy.supernode_cmd(link, port, i, NODES), env, REPO, handles[-1])
             )
         first = subprocess.Popen(
-            deploy.flwr_run_cmd(REPO, NODES, overrides),
+            deploy.flwr_run_cmd(REPO, overrides),
             env=env,
             cwd=REPO,
             stdout=subprocess.PIPE,
@@ -112,7 +113,7 @@ def test_killed_serverapp_resumes_with_every_update_and_its_history(tmp_path: Pa
         out1, _ = first.communicate(timeout=180)
         assert not is_complete(folder), out1[-3000:]
 
-        cmd = deploy.flwr_run_cmd(REPO, NODES, f"{overrides} resume-from='{folder}'")
+        cmd = deploy.flwr_run_cmd(REPO, {**overrides, "resume-from": str(folder)})
         res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=480)
         out2 = res.stdout + res.stderr
         assert res.returncode == 0, out2[-4000:]

@@ -60,6 +60,7 @@ class FakeGrid:
         self.pushed: list[int] = []  # destination of every message pushed
         self.on_train: Any = None  # called with the number of train messages so far
         self.misfit: set[int] = set()  # partitions whose replies carry one element too many
+        self.lose_query: set[int] = set()  # nodes that drop their next query (never answer it)
         self._ready: dict[str, SimpleNamespace] = {}
         self._seq = 0
 
@@ -83,6 +84,9 @@ class FakeGrid:
         if node not in self.online:
             return mid  # lost: never answered
         if "arrays" not in msg.content:
+            if node in self.lose_query:  # as a SuperNode that failed to pull it
+                self.lose_query.discard(node)
+                return mid
             config = {"partition-id": self.partition[node], "num-partitions": self.num_partitions}
             self._ready[mid] = reply(mid, node, {"config": config})
             return mid
@@ -213,6 +217,20 @@ def test_a_duplicate_partition_is_refused_and_takes_over_when_the_first_node_lea
     assert pmap.refresh() == [] and pmap.lost() == {1}
     grid.online.add(11)  # ... and sends them again: the same node is back
     assert pmap.refresh() == [1] and pmap.node_of[1] == 11
+
+
+def test_a_lost_partition_query_is_asked_again() -> None:
+    grid = FakeGrid({10: 0, 11: 1}, 2)
+    grid.lose_query.add(11)
+    now = [0.0]
+    pmap = discovery.PartitionMap(grid, 2, grid_transport.query_message, FAST, clock=lambda: now[0])
+    assert pmap.refresh() == [0] and pmap.pending() == 1  # node 11 never answers ...
+    now[0] += discovery.REQUERY_AFTER / 2
+    assert pmap.refresh() == [] and pmap.pending() == 1
+    now[0] += discovery.REQUERY_AFTER  # ... so it is asked again, and answers
+    assert pmap.refresh() == [1] and pmap.node_of == {0: 10, 1: 11}
+    assert pmap.pending() == 0  # the lost query is not awaited any more
+    assert grid.pushed == [10, 11, 11]
 
 
 def test_nodes_missing_at_start_are_named_after_the_bounded_wait() -> None:

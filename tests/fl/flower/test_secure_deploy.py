@@ -19,8 +19,10 @@ from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 from fl_r2sp.flower.pki import make_ca, make_pki
 from fl_r2sp.flower.secure_deploy import (
     JOINED_LINE,
+    RegistrationGuard,
     intruder_verdicts,
     make_intruders,
+    stranger_verdict,
     superlink_security,
     supernode_security,
 )
@@ -132,8 +134,10 @@ def test_secure_commands_and_connection(pki, tmp_path, monkeypatch) -> None:
 
 
 def test_intruders_and_their_verdicts(pki, tmp_path) -> None:
-    intruders = {b.name: b.flags for b in make_intruders(pki, tmp_path / "rogue")}
-    assert list(intruders) == ["insecure", "wrong-ca", "unregistered-key", "no-key"]
+    made = make_intruders(pki, tmp_path / "rogue")
+    intruders = {b.name: b.flags for b in made}
+    assert list(intruders) == ["insecure", "wrong-ca", "unregistered-key", "no-key", "stranger"]
+    assert [b.name for b in made if b.key is not None] == ["stranger"]  # registers itself
     assert intruders["wrong-ca"][1] != str(pki.ca_cert)  # trusts the rogue CA
     assert intruders["wrong-ca"][3] == str(pki.nodes[0].private)  # with a registered key
     assert "--auth-supernode-private-key" not in intruders["no-key"]
@@ -155,6 +159,33 @@ def test_intruders_and_their_verdicts(pki, tmp_path) -> None:
         {"tls": logs["tls"]}, [1, 2], {1: "online", 2: "online", 9: "online"}
     )
     assert sneaky["tls"].startswith("JOINED?")
+
+
+def test_the_stranger_verdict_needs_no_train_message_and_the_serverapps_refusal(pki) -> None:
+    key = pki.nodes[1]
+    joined = f"INFO {JOINED_LINE} 77\nReceiving: query message (ID: 1)"
+    refusal = "WARNING node 77 refused, no work for it: partition 0 belongs to the key ..."
+    assert stranger_verdict(joined, refusal, 77, key).startswith("refused (key SHA256:")
+    assert stranger_verdict(joined, "", 77, key).startswith("JOINED, not refused")
+    got_work = joined + "\nReceiving: train message (ID: 2)"
+    assert stranger_verdict(got_work, refusal, 77, key).startswith("GOT WORK")
+    assert stranger_verdict("", "", 77, key) == "refused (node 77 never joined)"
+
+
+def test_the_registration_guard_revokes_keys_registered_after_the_start() -> None:
+    listed = {1: "online", 2: "online"}
+    asked: list[int] = []
+
+    def revoke(node: int) -> bool:
+        asked.append(node)
+        listed.pop(node)
+        return True
+
+    guard = RegistrationGuard([1, 2], lambda: dict(listed), revoke, interval=0.01)
+    assert guard.check_once() == []
+    listed[9] = "online"  # a stranger registered its own key
+    assert guard.check_once() == [9] and guard.revoked == [9] and 9 not in listed
+    assert guard.check_once() == [] and asked == [9]
 
 
 def test_secure_pki_script_for_real_machines(tmp_path, capsys) -> None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import pickle
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.server import checkpoint
 from fl_r2sp.server.runner import run
+from fl_r2sp.server.state_codec import CodecError, decode, encode
 from fl_r2sp.telemetry.rundir import is_complete
 
 
@@ -136,7 +141,7 @@ def test_resume_refuses_other_settings_finished_runs_and_missing_checkpoints(
     folder = only_dir(tmp_path)
     with pytest.raises(ValueError, match=r"num-groups=3 \(checkpoint: 2\)"):
         run(cfg.replace(num_groups=3, resume_from=str(folder)), progress=False)
-    with pytest.raises(FileNotFoundError, match="no checkpoint.pkl"):
+    with pytest.raises(FileNotFoundError, match="no checkpoint.npz"):
         run(cfg.replace(resume_from=str(tmp_path)), progress=False)
     # Output and executor keys may change.
     done = run(cfg.replace(resume_from=str(folder), plots=True, checkpoint_every=0), progress=False)
@@ -150,3 +155,120 @@ def test_config_checks_the_checkpoint_keys() -> None:
         RunConfig(checkpoint_every=-1).validate()
     with pytest.raises(ValueError, match="fedavg"):
         RunConfig(strategy="fedavg", checkpoint_every=5).validate()
+
+
+@pytest.fixture
+def killed_run(tmp_path, monkeypatch) -> tuple[RunConfig, Path]:
+    """A timing run killed right after its checkpoint of update 2: (config, its folder)."""
+    cfg = training_cfg(tmp_path, timing_only=True, dropout="none", checkpoint_every=2)
+    with monkeypatch.context() as m:
+        kill_after_save(m, at_version=2)
+        with pytest.raises(Killed):
+            run(cfg, progress=False)
+    return cfg, only_dir(tmp_path)
+
+
+def _rewrite(path: Path, change) -> None:
+    """Rewrite the archive at ``path`` with ``change(members)`` applied (header kept unless set)."""
+    with np.load(path) as npz:
+        members = {k: npz[k] for k in npz.files}
+    change(members)
+    np.savez(path, **members)
+
+
+def _json_member(members: dict, name: str, edit) -> None:
+    doc = json.loads(members[name].tobytes())
+    edit(doc)
+    members[name] = np.frombuffer(json.dumps(doc).encode(), np.uint8)
+
+
+def _bad_files() -> dict:
+    """Ways to spoil a checkpoint -> the words its refusal must contain."""
+    return {
+        "empty": (lambda p: p.write_bytes(b""), "empty file"),
+        "truncated": (
+            lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
+            "truncated",
+        ),
+        "random": (lambda p: p.write_bytes(os.urandom(4096).replace(b"\x80", b"\x81")), "foreign"),
+        "pickle": (lambda p: p.write_bytes(pickle.dumps({"format": 1})), "pickle"),
+        "foreign-npz": (lambda p: np.savez(p, x=np.zeros(3)), "foreign .npz"),
+        "other-format": (
+            lambda p: _rewrite(
+                p, lambda m: _json_member(m, "header", lambda h: h.update(format=1))
+            ),
+            "format 1",
+        ),
+        "altered": (
+            lambda p: _rewrite(
+                p, lambda m: _json_member(m, "state", lambda s: s.update(resumes=7))
+            ),
+            "does not match",
+        ),
+    }
+
+
+@pytest.mark.parametrize("fault", sorted(_bad_files()))
+def test_a_spoiled_checkpoint_is_refused_naming_the_file_and_the_fault(killed_run, fault) -> None:
+    cfg, folder = killed_run
+    path = folder / checkpoint.CHECKPOINT
+    spoil, words = _bad_files()[fault]
+    spoil(path)
+    with pytest.raises(checkpoint.CheckpointError) as err:
+        run(cfg.replace(resume_from=str(folder)), progress=False)
+    assert str(path) in str(err.value) and words in str(err.value)
+
+
+def test_a_checkpoint_of_another_configuration_names_the_file_and_the_keys(killed_run) -> None:
+    cfg, folder = killed_run
+    with pytest.raises(checkpoint.CheckpointError) as err:
+        run(cfg.replace(lr=0.5, resume_from=str(folder)), progress=False)  # was 0.1
+    message = str(err.value)
+    assert str(folder / checkpoint.CHECKPOINT) in message and "another configuration" in message
+    assert "lr=0.5 (checkpoint: 0.1)" in message
+
+
+def test_an_old_pickle_checkpoint_is_refused_unread(killed_run, monkeypatch) -> None:
+    cfg, folder = killed_run
+    (folder / checkpoint.CHECKPOINT).unlink()
+    legacy = folder / checkpoint.LEGACY_CHECKPOINT
+    legacy.write_bytes(pickle.dumps({"format": 1}))
+    monkeypatch.setattr(pickle, "load", lambda *a, **k: pytest.fail("the pickle was read"))
+    with pytest.raises(checkpoint.CheckpointError, match=f"{legacy}: a Python pickle"):
+        run(cfg.replace(resume_from=str(folder)), progress=False)
+
+
+@pytest.mark.parametrize("strategy", ["bsp", "asp", "fedasync"])
+def test_every_scheme_state_survives_the_round_trip(tmp_path, monkeypatch, strategy) -> None:
+    cfg = training_cfg(tmp_path, strategy=strategy, checkpoint_every=3, max_updates=6)
+    with monkeypatch.context() as m:
+        kill_after_save(m, at_version=3)
+        with pytest.raises(Killed):
+            run(cfg, progress=False)
+    folder = only_dir(tmp_path)
+    saved = checkpoint.load_checkpoint(cfg.replace(resume_from=str(folder)))
+    _, state, arrays = checkpoint.read_checkpoint(folder / checkpoint.CHECKPOINT)
+    again, again_arrays = encode(saved.payload["state"])
+    assert again == state["loop"]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(again_arrays, arrays, strict=True))
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"$object": "os:system", "attrs": []},
+        {"$object": "builtins:eval", "attrs": []},
+        {"$object": "fl_r2sp.server.checkpoint:log", "attrs": []},
+        {"$reduce": "os.system", "args": ["true"]},
+    ],
+)
+def test_a_checkpoint_state_cannot_name_code_to_run(node) -> None:
+    with pytest.raises(CodecError):
+        decode({"root": {"$ref": 0}, "objects": [node]}, [])
+    with pytest.raises(CodecError, match="refused"):
+        decode({"root": {"$function": "os.system"}, "objects": []}, [])
+
+
+def test_a_state_the_codec_cannot_store_is_refused_at_save_naming_where() -> None:
+    with pytest.raises(CodecError, match=r"root\['cb'\]: instances of pathlib"):
+        encode({"cb": Path(".")})

@@ -11,7 +11,7 @@ from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.network import star_network
 from fl_r2sp.emulation.profiles import get_profile
 from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.loop_base import LoopBase, StopRule
+from fl_r2sp.server.loop_base import StopRule
 from fl_r2sp.server.runner import run
 from fl_r2sp.server.virtual_events import (
     ClientOffline,
@@ -22,6 +22,7 @@ from fl_r2sp.server.virtual_events import (
     TimerFired,
 )
 from fl_r2sp.server.virtual_loop import VirtualLoop
+from fl_r2sp.server.wall_loop import WallLoop
 from fl_r2sp.strategies.base import Decision, Policy, Update
 
 
@@ -167,12 +168,15 @@ def test_dispatched_jobs_record_the_policys_group(strategy, expected) -> None:
 def test_job_timeout_rule_of_the_wall_loop() -> None:
     # The virtual loop never fails a job on real time (tests/fl/server/test_virtual_time_rules.py).
     transport = SilentTransport()
-    base = LoopBase(IdlePolicy(), transport, 1, None, StopRule(), job_timeout=6.0)
+    base = WallLoop(
+        policy=IdlePolicy(), transport=transport, model_size=1, evaluator=None, stop=StopRule(),
+        job_timeout=6.0,
+    )  # fmt: skip
     late, fresh = (
         Job(cid=c, index=i, tag=3, weights=np.zeros(1, np.float32)) for c, i in ((1, 4), (0, 2))
     )
     # Sent at 2.0 and 5.0; at 10.0 only the first is more than 6 s old.
     replies = base._timed_out([(late, 2.0), (fresh, 5.0)], now=10.0)
     assert [(r.cid, r.index, r.tag, r.weights) for r in replies] == [(1, 4, 3, None)]
-    assert replies[0].error == "no reply within job-timeout=6s"
+    assert replies[0].error == "no reply within job-timeout limit of 6s"
     assert transport.forgotten == [1]

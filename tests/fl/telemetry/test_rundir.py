@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import signal
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from fl_r2sp.server.run_output import RunOutput
 from fl_r2sp.server.runner import run
 from fl_r2sp.telemetry.eventlog import EventLog
 from fl_r2sp.telemetry.rundir import (
+    FILE_MODE,
     MARKER,
     atomic_write_text,
     complete_run_dirs,
@@ -74,6 +77,7 @@ def test_a_kill_while_writing_leaves_no_complete_folder(tmp_path, monkeypatch) -
     folder = tmp_path / "r"
     assert not is_complete(folder)
     assert complete_run_dirs(tmp_path) == []
+    assert json.loads((folder / "summary.json").read_text())["summary"]["status"] == "interrupted"
     # What was written is whole (no temporary file or staging folder is left behind).
     assert sorted(p.name for p in folder.iterdir()) == [
         "config.json",
@@ -120,3 +124,67 @@ def test_run_writes_a_marked_folder(tmp_path) -> None:
     second = run(cfg, progress=False, run_name="same").run_dir
     assert (first.name, second.name) == ("same", "same-2")
     assert is_complete(first) and is_complete(second)
+
+
+def test_summary_says_completed_only_beside_the_marker(tmp_path, monkeypatch) -> None:
+    seen: list[tuple[str, bool]] = []
+    original = run_files.atomic_write_json
+
+    def watched(path, obj):
+        if path.name == "summary.json":
+            seen.append((obj["summary"]["status"], is_complete(path.parent)))
+        return original(path, obj)
+
+    monkeypatch.setattr(run_files, "atomic_write_json", watched)
+    cfg = RunConfig(run_dir=str(tmp_path), timing_only=True, plots=False)
+    out = small_output()
+    out.summary["status"] = "completed"
+    folder = run_files.write_run_dir(cfg, out, run_name="r")
+    assert seen == [("interrupted", False), ("completed", True)]  # the real summary last
+    assert json.loads((folder / MARKER).read_text())["status"] == "completed"
+
+
+#: A wall-clock run of short jobs (the deployment case: jobs are out while the loop runs).
+WALL = {"clock": "wall", "delay": "constant(value=0.01)"}
+
+
+def _small_run(tmp_path, **kw) -> RunConfig:
+    return RunConfig(
+        run_dir=str(tmp_path), timing_only=True, num_partitions=6, num_groups=2,
+        local_iterations=2, max_updates=12, **kw,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_an_interrupted_run_says_so_and_files_its_jobs_in_flight(tmp_path, monkeypatch, how):
+    from fl_r2sp.server.loop_base import LoopBase
+
+    original = LoopBase.model_updated
+
+    def interrupt_at_4(self, now, d):
+        original(self, now, d)
+        if d.version == 4:
+            if how == "sigterm":
+                os.kill(os.getpid(), signal.SIGTERM)
+            raise KeyboardInterrupt("ctrl-c")
+
+    monkeypatch.setattr(LoopBase, "model_updated", interrupt_at_4)
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM" if how == "sigterm" else "ctrl-c"):
+        run(_small_run(tmp_path, plots=False, **WALL), progress=False, run_name="r")
+    folder = tmp_path / "r"
+    assert not is_complete(folder)
+    s = json.loads((folder / "summary.json").read_text())["summary"]
+    assert s["status"] == "interrupted" and "interrupted" in s["failure"]
+    assert s["global_updates"] == 4 and s["jobs_in_flight"] > 0
+    with open(folder / "jobs.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    ledger = s["updates_accepted"] + sum(s["updates_rejected"].values())
+    ledger += sum(s["jobs_dropped"].values()) + s["jobs_in_flight"]
+    assert ledger == len(rows)
+    assert sum(r["in_flight"] == "True" for r in rows) == s["jobs_in_flight"]
+
+
+def test_every_file_of_a_run_folder_has_one_mode(tmp_path) -> None:
+    folder = run(_small_run(tmp_path, plots=True), progress=False).run_dir
+    modes = {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()}
+    assert len(modes) > 10 and set(modes.values()) == {FILE_MODE}, modes

@@ -1,0 +1,53 @@
+"""Bad run configs are refused naming the key, before Flower sees them and in the ServerApp."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from fl_r2sp.flower import run_config_check as rcc
+from fl_r2sp.flower.server_app import main as server_main
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("num-group=3", ["'num-group'", "did you mean 'num-groups'", "accepted keys:", "seed"]),
+        ("num-groups='abc'", ["num-groups='abc'", "expected an integer"]),
+        ("fraction='half'", ["fraction='half'", "expected a number"]),
+        ("plots='maybe'", ["plots='maybe'", "expected true or false"]),
+        ("attack='bogus'", ["attack term 'bogus'", "sign-flip"]),
+        ("delay='weird(x=1)'", ["delay='weird(x=1)'"]),
+        ("dropout='bernoulli(p=2)'", ["dropout='bernoulli(p=2)'", "probability"]),
+        ("network='mars'", ["network='mars'"]),
+        ("device='fast'", ["device='fast'"]),
+        ("clock='sundial'", ["clock='sundial'", "'wall'"]),
+        ("strategy='fedprox'", ["strategy", "fedprox"]),
+    ],
+)
+def test_a_bad_key_or_value_is_named(text: str, words: list[str]) -> None:
+    with pytest.raises(ValueError) as err:
+        rcc.check_run_config(rcc.parse_overrides(text))
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_the_users_keys_win_over_the_callers_and_survive_the_text_form() -> None:
+    merged = rcc.merge_overrides(
+        {"job-timeout": 120.0, "attack": "nan@2", "plots": False}, "job-timeout=300 seed=4"
+    )
+    assert merged == {"job-timeout": 300, "attack": "nan@2", "plots": False, "seed": 4}
+    assert rcc.parse_overrides(rcc.format_overrides(merged)) == merged
+    assert rcc.check_run_config(merged).job_timeout == 300.0
+
+
+def test_the_command_line_check_exits_2_naming_the_key(capsys) -> None:
+    assert rcc.main(["--stream", "--run-config", "strategy='bsp'"]) == 0
+    assert rcc.main(["--run-config", "strategy='bsp'", "--run-config=num-grops=2"]) == 2
+    assert "'num-grops'" in capsys.readouterr().err
+
+
+def test_the_server_app_checks_every_key_first() -> None:
+    context = SimpleNamespace(run_config={"attack": "bogus"})
+    with pytest.raises(ValueError, match="attack term 'bogus'"):
+        server_main(None, context)  # the grid is never touched
