@@ -28,6 +28,21 @@ def test_execution_flags_are_parsed_and_not_part_of_the_key() -> None:
     assert config_key(other) != config_key(plain)
 
 
+def test_kernel_flags_reach_the_run_config_and_not_the_key() -> None:
+    argv = ["--executor-conv", "bmm", "--executor-compile", "default", "--executor-cuda-graphs"]
+    picked = dict(parse_args("x", None, argv).execution)
+    assert picked == {
+        "executor_conv": "bmm",
+        "executor_compile": "default",
+        "executor_cuda_graphs": True,
+    }
+    plain = build_config("training", "smoke", 0, strategy="fl-r2sp", model="mlp")
+    kernels = build_config("training", "smoke", 0, strategy="fl-r2sp", model="mlp", **picked)
+    assert (kernels.executor_conv, kernels.executor_compile) == ("bmm", "default")
+    assert kernels.executor_cuda_graphs is True
+    assert config_key(kernels) == config_key(plain)
+
+
 def test_no_execution_flags_leave_the_run_config_alone() -> None:
     assert parse_args("x", None, []).execution == ()
 
