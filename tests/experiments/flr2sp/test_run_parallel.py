@@ -80,3 +80,18 @@ def test_wall_limit_reports_what_did_not_finish(tmp_path, capsys) -> None:
     assert run_parallel.main([*argv, "--out", str(tmp_path), "--wall-limit", "0.01"]) == 1
     assert "scheme bsp mlp seed 0 (wall limit)" in capsys.readouterr().err
     assert not list((tmp_path / "_runs").glob("*.json")) if (tmp_path / "_runs").exists() else True
+
+
+def test_filter_cases_and_round_caps_are_runs_of_their_own(tmp_path) -> None:
+    argv = ["--scale", "smoke", "--seeds", "0", "--jobs", "1", "--out", str(tmp_path)]
+    assert run_parallel.main([*argv, "--schemes", "fl-r2sp-oracle,bsp", "--rounds", "2"]) == 0
+    names = sorted(p.name.split("-s0-")[0] for p in (tmp_path / "_runs").glob("*.json"))
+    assert names == [
+        "r-bsp-mlp-rounds2",
+        "r-fl-r2sp-mlp-outlierfilterTrue-outlierruleoracle-partitionerpaper-rounds2",
+    ]
+    rec = json.loads(next((tmp_path / "_runs").glob("r-fl-r2sp-*.json")).read_text())
+    assert rec["config"]["outlier-rule"] == "oracle"
+    bsp = json.loads(next((tmp_path / "_runs").glob("r-bsp-*.json")).read_text())
+    capped = build_config("training", "smoke", 0, strategy="bsp", model="mlp", rounds=2)
+    assert bsp["config"]["max-updates"] == capped.max_updates
