@@ -2,10 +2,10 @@
 
 ``--executor``, ``--compute-device``, ``--executor-workers`` and the batched executor's kernel
 choices (``--executor-conv``, ``--executor-compile``, ``--executor-cuda-graphs``) set the
-run-config keys of the same names. They say *how* a run is computed, not *what*: the executors give the serial
-results bit for bit (processes) or within float tolerance (batched; README, "Computing many
-clients at once"). So a cached run is reused whichever executor computed it, and its record
-keeps the executor and device in ``config``.
+run-config keys of the same names. They say *how* a run is computed, not *what*: the
+executors give the serial results bit for bit (processes) or within float tolerance (batched;
+README, "Computing many clients at once"). So a cached run is reused whichever executor
+computed it, and its record keeps the executor and device in ``config``.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ same cache key); the executor and device only say how it is computed
 filter-rule cases of :data:`FILTER_CASES` (FL-R²SP with one outlier rule, the same runs as
 the filter-rule item's on the ``paper`` partition). ``--rounds R`` caps every scheme run at R
 BSP-round equivalents: a different, labelled run (``...-roundsR``) that the item scripts
-do not read, for models whose full paper-size run does not fit a GPU loan. ``--wall-limit`` stops what is still running after
-that many seconds (its run is lost; the finished ones stay cached) and the
-driver exits 1 naming them.
+do not read, for models whose full paper-size run does not fit a GPU loan. ``--wall-limit``
+stops what is still running after that many seconds (its run is lost; the finished ones stay
+cached) and the driver exits 1 naming them.
 """
 
 from __future__ import annotations
