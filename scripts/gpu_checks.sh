@@ -108,9 +108,11 @@ stage cluster-table 20 $PY -m experiments.common.cluster_cuda --checks "$log" \
 
 # b. The batched executor's kernel variants against the large-batch loop on the same device.
 # Smoke sizes come last on each command line, so they override (tau given as --iterations,
-# never --full, which would reset tau to 100 after parsing).
+# never --full, which would reset tau to 100 after parsing); on a CPU they also keep to one
+# worker process, no warm-up round and a small limit batch.
 kern_small=(); compile_kernels=(compile bmm+compile reduce-overhead)
-[ "$SCALE" = smoke ] && kern_small=(--clients 4 --iterations 2) && compile_kernels=(compile)
+[ "$SCALE" = smoke ] && compile_kernels=(compile) &&
+  kern_small=(--clients 4 --iterations 2 --workers 1 --warm-rounds 0 --limit-batch 64)
 kern=(--backends batched --warm-rounds 1 --ulp-clients 0 --memory-clients --data "$BENCH_DATA")
 variants=(--kernels grouped bmm graphs bmm+graphs)
 stage kernels-cnn 70 $PY benchmarks/bench_executor.py --device "$DEVICE" "${kern[@]}" \
