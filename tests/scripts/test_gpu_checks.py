@@ -21,6 +21,8 @@ from experiments.common.cluster_cuda import BSP_TOLERANCE
 from experiments.flr2sp.executor_figures import parse_logs, stages
 from tests.paths import REPO
 
+pytestmark = pytest.mark.slow
+
 #: Every stage of the script, in its order.
 STAGES = (
     "env",
@@ -70,7 +72,6 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.slow
 def test_every_stage_ran_and_exited_0(dry_run: Path) -> None:
     checks = (dry_run / "checks.txt").read_text()
     ran = [(s["name"], s["exit"]) for s in stages(checks) if s["name"] != "log"]
@@ -78,7 +79,6 @@ def test_every_stage_ran_and_exited_0(dry_run: Path) -> None:
     assert checks.rstrip().splitlines()[-1].startswith("total ")
 
 
-@pytest.mark.slow
 def test_the_benchmark_parser_reads_every_kernel_stage(dry_run: Path) -> None:
     parsed = parse_logs((dry_run / "checks.txt").read_text(), {})
     benches = {b["stage"]: b for b in parsed["benches"]}
@@ -90,7 +90,6 @@ def test_the_benchmark_parser_reads_every_kernel_stage(dry_run: Path) -> None:
     assert "serial" in labels and any(label.startswith("batched[bmm") for label in labels)
 
 
-@pytest.mark.slow
 def test_the_cluster_table_has_every_run_and_bsp_matches(dry_run: Path) -> None:
     rows = {r["check"]: r for r in json.loads((dry_run / "cluster_cuda.json").read_text())["rows"]}
     assert sorted(rows) == sorted(s[len("cluster-") :] for s in STAGES[1:7])
@@ -100,7 +99,6 @@ def test_the_cluster_table_has_every_run_and_bsp_matches(dry_run: Path) -> None:
     assert rows["bsp"]["bsp_max_abs_diff"] <= BSP_TOLERANCE
 
 
-@pytest.mark.slow
 def test_results_hold_the_cells_and_the_cluster_runs(dry_run: Path) -> None:
     assert len(list(dry_run.iterdir())) <= 8  # what comes back from a device call
     with tarfile.open(dry_run / "results.tgz") as tar:
