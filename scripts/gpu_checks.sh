@@ -23,6 +23,8 @@
 #   cluster-osp           45  OSP, 1 PS
 #   cluster-table         20  experiments.common.cluster_cuda: $OUT/cluster_cuda.json (exit,
 #                             it/s, BSP's largest parameter difference against the CPU run)
+#   cuda-tests            40  pytest -m cuda: BSP equals one-process SGD on CUDA (needs pytest;
+#                             on a machine without CUDA the test is skipped)
 #   b. the batched executor's kernels (bench_executor.py, against the large-batch limit loop):
 #   kernels-cnn           70  CNN, 128 clients x tau 100: grouped, bmm, graphs, bmm+graphs
 #   kernels-resnet20      80  ResNet20, 128 clients x tau 20, the same variants
@@ -105,6 +107,8 @@ stage cluster-osp 45 $PY "${cluster[@]}" "${ps[@]}" --scheme osp --devices "$DEV
   --run-dir "$RES/cluster/osp"
 stage cluster-table 20 $PY -m experiments.common.cluster_cuda --checks "$log" \
   --runs "$RES/cluster" --dest "$OUT/cluster_cuda.json"
+stage cuda-tests 40 $PY -m pytest -q -p no:cacheprovider -m cuda -rs \
+  tests/cluster/runtime/ps/test_run.py
 
 # b. The batched executor's kernel variants against the large-batch loop on the same device.
 # Smoke sizes come last on each command line, so they override (tau given as --iterations,

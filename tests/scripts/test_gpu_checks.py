@@ -33,6 +33,7 @@ STAGES = (
     "cluster-dssync",
     "cluster-osp",
     "cluster-table",
+    "cuda-tests",
     "kernels-cnn",
     "kernels-resnet20",
     "kernels-tolerance",
