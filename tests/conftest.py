@@ -1,4 +1,4 @@
-"""Shared pytest setup: the ``e2e`` and ``slow`` markers and a Flower home that is cleaned up."""
+"""Shared pytest setup: the ``e2e``, ``slow`` and ``cuda`` markers and a Flower home that is cleaned up."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "slow: over half a minute on a 2-core CPU, e.g. a torch.compile (run by default; "
         "deselect with -m 'not slow')",
+    )
+    config.addinivalue_line(
+        "markers",
+        "cuda: needs a CUDA device, skipped without one (scripts/gpu_checks.sh runs them: -m cuda)",
     )
 
 

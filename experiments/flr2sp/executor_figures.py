@@ -40,6 +40,7 @@ COLUMNS = {
 }
 _STAGE_OPEN = re.compile(r"^=== (\S+) \(limit (\d+)s, (-?\d+)s of budget left\) ===$")
 _STAGE_CLOSE = re.compile(r"^=== (\S+): exit (\d+) after (\d+)s ===$")
+_STAGE_SKIPPED = re.compile(r"^=== (\S+): skipped, (-?\d+)s of budget left ===$")
 _ROUND = re.compile(
     r"^round: (\d+) clients x tau (\d+) x batch (\d+) = ([\d,]+) samples, model (\S+), "
     r"augment (\S+), best of (\d+) interleaved pass\(es\)$"
@@ -51,13 +52,18 @@ _AFTER_TABLE = ("load average", "peak resident memory", "===")
 
 def stages(text: str, default: str = "log") -> list[dict[str, Any]]:
     """Split a log into its ``=== name ... ===`` stages (a log without markers is one stage
-    named ``default``): name, time limit, exit code, seconds after start, body lines."""
+    named ``default``): name, time limit, exit code, seconds after start, body lines. A stage
+    the budget left no room for is one with ``skipped`` true and no limit or exit."""
     out: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     for line in text.splitlines():
         if m := _STAGE_OPEN.match(line):
             current = dict(name=m[1], limit_s=int(m[2]), exit=None, after_s=None, lines=[])
             out.append(current)
+        elif m := _STAGE_SKIPPED.match(line):
+            out.append(dict(name=m[1], limit_s=None, exit=None, after_s=None, lines=[]))
+            out[-1]["skipped"] = True
+            current = None
         elif (m := _STAGE_CLOSE.match(line)) and current is not None and m[1] == current["name"]:
             current.update(exit=int(m[2]), after_s=int(m[3]))
             current = None

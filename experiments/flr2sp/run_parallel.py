@@ -14,9 +14,13 @@ them there and only tabulate::
 
 A run is exactly the one the item script would compute (same configuration,
 same cache key); the executor and device only say how it is computed
-(``experiments.common.run_cache``). ``--wall-limit`` stops what is still running after
-that many seconds (its run is lost; the finished ones stay cached) and the
-driver exits 1 naming them.
+(``experiments.common.run_cache``). Besides Fig. 15's schemes, ``--schemes`` takes the
+filter-rule cases of :data:`FILTER_CASES` (FL-R²SP with one outlier rule, the same runs as
+the filter-rule item's on the ``paper`` partition). ``--rounds R`` caps every scheme run at R
+BSP-round equivalents: a different, labelled run (``...-roundsR``) that the item scripts
+do not read, for models whose full paper-size run does not fit a GPU loan. ``--wall-limit``
+stops what is still running after that many seconds (its run is lost; the finished ones stay
+cached) and the driver exits 1 naming them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,22 @@ from experiments.common.run_cache import Args, parse_args, say
 
 Task = tuple[str, str, int, str]  # (kind "scheme" | "scoring", name, seed, model)
 
+#: FL-R²SP with one outlier rule on the paper partition, knob for knob the filter-rule
+#: item's cases (issue 19), so that a run computed here is the one that item reads: the
+#: oracle ceiling (the known outliers excluded from the start) and the candidate default
+#: (relative rule, k = 3 robust deviations, floor 0.1, first 4 group rounds unscored).
+FILTER_CASES: dict[str, dict[str, Any]] = {
+    "fl-r2sp-oracle": dict(outlier_filter=True, outlier_rule="oracle", partitioner="paper"),
+    "fl-r2sp-relative-warmup": dict(
+        outlier_filter=True,
+        outlier_rule="relative",
+        outlier_mad_k=3.0,
+        outlier_mad_floor=0.1,
+        outlier_warmup=4,
+        partitioner="paper",
+    ),
+}
+
 
 def tasks(args: Args, schemes: list[str], scoring: list[str]) -> list[Task]:
     """Every run to compute, seed-major (the first seed gives a full picture first)."""
@@ -40,10 +60,11 @@ def tasks(args: Args, schemes: list[str], scoring: list[str]) -> list[Task]:
     from experiments.flr2sp.fig15 import SCHEMES
     from experiments.flr2sp.outliers_scoring import MODES
 
-    unknown = [s for s in schemes if s not in SCHEMES] + [m for m in scoring if m not in MODES]
+    known = [*SCHEMES, *FILTER_CASES]
+    unknown = [s for s in schemes if s not in known] + [m for m in scoring if m not in MODES]
     if unknown:
         raise SystemExit(
-            f"unknown scheme or scoring mode {unknown}; schemes: {', '.join(SCHEMES)}; "
+            f"unknown scheme or scoring mode {unknown}; schemes: {', '.join(known)}; "
             f"scoring modes: {', '.join(MODES)}"
         )
     out: list[Task] = []
@@ -55,19 +76,25 @@ def tasks(args: Args, schemes: list[str], scoring: list[str]) -> list[Task]:
     return out
 
 
-def compute(args: Args, task: Task) -> dict[str, Any]:
-    """Child process: compute (or find cached) one run; return its headline figures."""
-    from experiments.flr2sp.fig15 import scheme_run
+def compute(args: Args, task: Task, rounds: int = 0) -> dict[str, Any]:
+    """Child process: compute (or find cached) one run; return its headline figures.
+
+    ``rounds`` (default 0 = the scale's): round cap of a scheme run (a run of its own).
+    """
+    from experiments.flr2sp.fig15 import SCHEMES
     from experiments.flr2sp.outliers_scoring import run_of
+    from experiments.flr2sp.runs import training
 
     kind, name, seed, model = task
     # The runner's progress lines (FL_R2SP_PROGRESS=1) go through logging: show them, labelled.
     logging.basicConfig(level=logging.INFO, format=f"[{_label(task)}] %(message)s", force=True)
     started = time.perf_counter()
-    if kind == "scheme":
-        rec = scheme_run(args, seed, model, name)
-    else:
+    if kind == "scoring":
         rec = run_of(args, seed, name, model)
+    else:  # a Fig. 15 scheme is fig15.scheme_run's run (same label and knobs)
+        diff = dict(SCHEMES.get(name) or dict(strategy="fl-r2sp", **FILTER_CASES[name]))
+        diff.update(dict(rounds=rounds) if rounds else {})
+        rec = training(args, seed, diff.pop("strategy"), model, **diff)
     summary = (rec or {}).get("summary", {})
     return dict(
         wall_s=time.perf_counter() - started,
@@ -85,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     extra.add_argument("--scoring", default="", help="outlier-scoring partition modes")
     extra.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
     extra.add_argument("--wall-limit", type=float, default=0.0, help="seconds (0 = none)")
+    extra.add_argument(
+        "--rounds", type=int, default=0, help="round cap of the scheme runs (0 = the scale's)"
+    )
     ns, rest = extra.parse_known_args(argv)
     args = parse_args("run_parallel", __doc__, rest)
     todo = tasks(args, _names(ns.schemes), _names(ns.scoring))
@@ -96,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     with ProcessPoolExecutor(max_workers=ns.jobs, mp_context=ctx) as pool:
         running: dict[Future[dict[str, Any]], Task] = {
-            pool.submit(compute, args, t): t for t in todo
+            pool.submit(compute, args, t, ns.rounds): t for t in todo
         }
         while running:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())

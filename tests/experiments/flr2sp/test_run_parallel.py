@@ -28,6 +28,21 @@ def test_execution_flags_are_parsed_and_not_part_of_the_key() -> None:
     assert config_key(other) != config_key(plain)
 
 
+def test_kernel_flags_reach_the_run_config_and_not_the_key() -> None:
+    argv = ["--executor-conv", "bmm", "--executor-compile", "default", "--executor-cuda-graphs"]
+    picked = dict(parse_args("x", None, argv).execution)
+    assert picked == {
+        "executor_conv": "bmm",
+        "executor_compile": "default",
+        "executor_cuda_graphs": True,
+    }
+    plain = build_config("training", "smoke", 0, strategy="fl-r2sp", model="mlp")
+    kernels = build_config("training", "smoke", 0, strategy="fl-r2sp", model="mlp", **picked)
+    assert (kernels.executor_conv, kernels.executor_compile) == ("bmm", "default")
+    assert kernels.executor_cuda_graphs is True
+    assert config_key(kernels) == config_key(plain)
+
+
 def test_no_execution_flags_leave_the_run_config_alone() -> None:
     assert parse_args("x", None, []).execution == ()
 
@@ -65,3 +80,18 @@ def test_wall_limit_reports_what_did_not_finish(tmp_path, capsys) -> None:
     assert run_parallel.main([*argv, "--out", str(tmp_path), "--wall-limit", "0.01"]) == 1
     assert "scheme bsp mlp seed 0 (wall limit)" in capsys.readouterr().err
     assert not list((tmp_path / "_runs").glob("*.json")) if (tmp_path / "_runs").exists() else True
+
+
+def test_filter_cases_and_round_caps_are_runs_of_their_own(tmp_path) -> None:
+    argv = ["--scale", "smoke", "--seeds", "0", "--jobs", "1", "--out", str(tmp_path)]
+    assert run_parallel.main([*argv, "--schemes", "fl-r2sp-oracle,bsp", "--rounds", "2"]) == 0
+    names = sorted(p.name.split("-s0-")[0] for p in (tmp_path / "_runs").glob("*.json"))
+    assert names == [
+        "r-bsp-mlp-rounds2",
+        "r-fl-r2sp-mlp-outlierfilterTrue-outlierruleoracle-partitionerpaper-rounds2",
+    ]
+    rec = json.loads(next((tmp_path / "_runs").glob("r-fl-r2sp-*.json")).read_text())
+    assert rec["config"]["outlier-rule"] == "oracle"
+    bsp = json.loads(next((tmp_path / "_runs").glob("r-bsp-*.json")).read_text())
+    capped = build_config("training", "smoke", 0, strategy="bsp", model="mlp", rounds=2)
+    assert bsp["config"]["max-updates"] == capped.max_updates
