@@ -1,4 +1,4 @@
-"""Shared pytest setup: the ``e2e``, ``slow`` and ``cuda`` markers and a Flower home that is cleaned up."""
+"""Shared pytest setup: the ``e2e``, ``slow`` and ``cuda`` markers, a Flower home cleaned up."""
 
 from __future__ import annotations
 
