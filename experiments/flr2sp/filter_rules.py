@@ -20,13 +20,13 @@ outliers scoring *above* the honest clients in group rounds 0-2; on digits the h
 round's median then flags the digits outliers and no honest client of either data set for a
 normal dip, and the warm-up variants skip the rounds where outliers look best.
 
-Runs go in priority order: every seed of the first four cases, then the warm-up variants
-(:data:`LATER`), so an interrupted sweep leaves the most useful cells done. Per run:
-final accuracy, honest clients blacklisted (count and share of the honest clients), recall
+Runs go in priority order: every seed of the first four cases, partition by partition, then the
+warm-up variants (:data:`LATER`), so an interrupted sweep leaves the most useful cells done. Per
+run: final accuracy, honest clients blacklisted (count and share of the honest clients), recall
 (blacklisted known outliers / known outliers), bans refused by the cap, and the time to the
-paper's stagnation rule (``converged_at``: the start of 10 evaluations without a gain above
-the tolerance; None when the run stopped at the round cap). Pairs: each case minus the
-filter-off run of the same partition and seed. The verdict rule is :func:`verdicts`.
+paper's stagnation rule (``converged_at``: the start of 10 evaluations without a gain above the
+tolerance; None when the run stopped at the round cap). Pairs: each case minus the filter-off
+run of the same partition and seed. The verdict rule is :func:`verdicts`.
 """
 
 from __future__ import annotations
@@ -96,10 +96,11 @@ def planned(seeds: Sequence[int]) -> list[tuple[str, str, int]]:
     out = []
     for group in (first, list(LATER)):
         for seed in seeds:
+            # Partition by partition: a cut-short sweep leaves whole partitions compared.
             out += [
                 (case, part, seed)
-                for case in group
                 for part in PARTITIONS
+                for case in group
                 if not (case == "oracle" and part == "none")
             ]
     return out
