@@ -86,6 +86,7 @@ METRICS = (
     "honest_share",
     "recall",
     "num_capped",
+    "converged",
     "converged_at",
 )
 
@@ -121,6 +122,7 @@ def run_row(case: str, partition: str, seed: int, summary: Mapping[str, Any], n:
         honest_share=honest / (n - len(known)),
         recall=len(banned & known) / len(known) if on and known else None,
         num_capped=summary.get("policy_num_capped"),
+        converged=float(summary.get("converged_at") is not None),
         converged_at=summary.get("converged_at"),
     )
 
@@ -210,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         verdicts=verdict,
         default=chosen_default(rows, verdict),
         candidate=CANDIDATE,
+        cases=list(CASES),
+        partitions=list(PARTITIONS),
         rule=dict(min_gain=MIN_GAIN, max_honest_share=MAX_HONEST_SHARE, min_seeds=MIN_SEEDS),
         missing=missing,
     )
