@@ -50,6 +50,7 @@ def _literal_texts(path: Path, tables: bool = True) -> list[str]:
         ("flr2sp/report/formats.py", True),
         ("flr2sp/report/timing.py", False),
         ("flr2sp/report/training.py", False),
+        ("flr2sp/report/filter_help.py", False),
         ("r2sp_cluster/report.py", True),
         ("selective/report.py", True),
         ("dssync/report.py", True),

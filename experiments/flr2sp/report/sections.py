@@ -16,6 +16,7 @@ from experiments.common import provenance
 from experiments.common.conf import TRAINING
 from experiments.flr2sp import paper
 from experiments.flr2sp.previous_report import comparison_lines
+from experiments.flr2sp.report.filter_help import note_filter_rules, sec_filter_rules
 from experiments.flr2sp.report.formats import Summary
 from experiments.flr2sp.report.paper_size import note_paper_scale, sec_paper_scale
 from experiments.flr2sp.report.timing import (
@@ -94,6 +95,7 @@ SECTIONS: dict[str, tuple[str, Table, Note]] = {
         sec_outliers_scoring,
         note_outliers_scoring,
     ),
+    "filter_rules": ("Making the filter help", sec_filter_rules, note_filter_rules),
     "paper_scale": (
         "Paper-size training: Table IV's convergence and Fig. 15 ("
         f"{TRAINING['paper']['num_partitions']} clients, tau "

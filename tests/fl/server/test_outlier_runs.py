@@ -13,8 +13,10 @@ from fl_r2sp.server.runner import run
 
 
 def digits_cfg(**kw) -> RunConfig:
-    """8 clients in 2 groups, 2 local iterations, 8 global updates (4 rounds per group)."""
+    """8 clients in 2 groups, 2 local iterations, 8 global updates (4 rounds per group),
+    the filter on (off by default)."""
     base = dict(
+        outlier_filter=True,
         num_partitions=8,
         num_groups=2,
         local_iterations=2,

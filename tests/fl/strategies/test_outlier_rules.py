@@ -20,7 +20,7 @@ from fl_r2sp.strategies.params import GroupParams, OutlierParams
 from fl_r2sp.strategies.scripted import ScriptedDriver
 
 ONE_GROUP = GroupParams(num_groups=1, fraction=0.75)
-RELATIVE = OutlierParams(rule="relative")
+RELATIVE = OutlierParams(enabled=True, rule="relative")
 
 
 def test_robust_cut_hand_computed() -> None:
@@ -71,7 +71,7 @@ def test_relative_rule_blacklists_no_noisy_honest_client() -> None:
     mad = 1 / math.sqrt(1.25) - 1 / math.sqrt(2)
     assert rows[0]["cut"] == pytest.approx(1 / math.sqrt(2) - 3 * MAD_SCALE * mad)
     # The paper's rule blacklists the two honest clients at 0.447 after 3 rounds.
-    paper = noisy_run(OutlierParams())
+    paper = noisy_run(OutlierParams(enabled=True))
     assert sorted(r["cid"] for r in paper.records("blacklist")) == [4, 5]
 
 
@@ -116,20 +116,24 @@ def test_relative_rule_flags_a_clear_outlier_after_r_rounds() -> None:
 
 def test_the_cap_holds() -> None:
     # cap 0.125 of 8 members: one ban; client 5 reaches 3 low rounds too but stays active.
-    drv = outlier_run(OutlierParams(rule="relative", cap=0.125))
+    drv = outlier_run(OutlierParams(enabled=True, rule="relative", cap=0.125))
     assert [r["cid"] for r in drv.records("blacklist")] == [4]
     summary = drv.policy.summary()
     assert summary["num_capped"] == 1 and summary["blacklisted"] == [4]
     assert drv.jobs[4][0] == 2 and drv.jobs[5][0] == 3  # 5 has its round-3 job
     # No cap share, but the quorum bound: 12 clients collect 9; 4 of them flipped (median 1,
     # MAD 0, cut 0.7): 12 - ceil(0.75 * 12) = 3 bans, the fourth is refused.
-    four = outlier_run(OutlierParams(rule="relative", cap=1.0), (5, 6, 7, 8), clients=12)
+    four = outlier_run(
+        OutlierParams(enabled=True, rule="relative", cap=1.0), (5, 6, 7, 8), clients=12
+    )
     assert [r["cid"] for r in four.records("blacklist")] == [5, 6, 7]
     assert four.policy.summary()["num_capped"] == 1
 
 
 def test_probation_readmits_a_client_that_agrees_again() -> None:
-    drv = outlier_run(OutlierParams(rule="relative", probation=1))  # 4, 5 banned at t=3
+    drv = outlier_run(
+        OutlierParams(enabled=True, rule="relative", probation=1)
+    )  # 4, 5 banned at t=3
     probe = [s for t, s in drv.of(Send) if t == 3.0 and 4 in s.cids]
     assert [(s.cids, s.tag) for s in probe] == [((4, 5), 3)]  # one round after the ban
     # Round 3: 0-3 and 6 collected (5 of 6 active); probation updates are not aggregated:
@@ -156,7 +160,9 @@ def test_probation_readmits_a_client_that_agrees_again() -> None:
 
 
 def test_a_late_probation_update_is_judged_on_arrival() -> None:
-    drv = outlier_run(OutlierParams(rule="relative", probation=1))  # 4, 5 banned at t=3
+    drv = outlier_run(
+        OutlierParams(enabled=True, rule="relative", probation=1)
+    )  # 4, 5 banned at t=3
     for cid in (0, 1, 2, 3, 6):  # round 3 completes (5 of 6 active) before 4 answers
         drv.update(4.0, cid, delta=[1.0, 0.0])
     assert drv.policy.version == 4
@@ -174,7 +180,7 @@ def test_probation_is_off_by_default() -> None:
 
 
 def test_oracle_excludes_exactly_the_known_outliers_from_the_start() -> None:
-    cfg = RunConfig(num_partitions=8, num_groups=2, outlier_rule="oracle")
+    cfg = RunConfig(num_partitions=8, num_groups=2, outlier_filter=True, outlier_rule="oracle")
     drv = ScriptedDriver(make_policy(cfg, range(8), frozenset({1, 6})))
     sends = drv.start([0.0, 0.0])
     jobs = [(s.cids, s.tag) for s in sends if isinstance(s, Send)]
@@ -202,7 +208,7 @@ def test_oracle_excludes_exactly_the_known_outliers_from_the_start() -> None:
 
 def test_oracle_scores_never_blacklist() -> None:
     # Known outlier 7 is out from t = 0; flipped 4 and 5 score -1 four rounds running, unbanned.
-    drv = outlier_run(OutlierParams(rule="oracle"), rounds=4, known=frozenset({7}))
+    drv = outlier_run(OutlierParams(enabled=True, rule="oracle"), rounds=4, known=frozenset({7}))
     assert drv.records("blacklist") == [{"t": 0.0, "cid": 7, "group": 0, "known_outlier": True}]
     assert [r["streak"] for r in drv.records("client_score") if r["cid"] == 4] == [1, 2, 3, 4]
 
@@ -224,7 +230,7 @@ def test_stragglers_of_warmup_rounds_are_not_scored() -> None:
     # 1 leaves round 0 unscored, its straggler included (without warm-up it scores 1.0).
     scored = {}
     for warmup in (0, 1):
-        outliers = OutlierParams(score_stragglers=True, warmup=warmup)
+        outliers = OutlierParams(enabled=True, score_stragglers=True, warmup=warmup)
         drv = ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=2, fraction=0.5), outliers))
         drv.start([0.0, 0.0])
         drv.update(1.0, 1, [4.0, 0.0])
@@ -232,6 +238,11 @@ def test_stragglers_of_warmup_rounds_are_not_scored() -> None:
         drv.update(2.5, 2, [10.0, 10.0])
         scored[warmup] = [r["cid"] for r in drv.records("client_score") if r["straggler"]]
     assert scored == {0: [2], 1: []}
+
+
+def test_the_filter_is_off_by_default() -> None:
+    # Issue 19: no rule met the default's criterion at laptop CIFAR-10 scale (paper-notes §2.7).
+    assert not OutlierParams().enabled and not RunConfig().outlier_filter
 
 
 def test_oracle_is_not_the_default() -> None:
@@ -247,7 +258,7 @@ def test_relative_rule_scores_no_straggler_before_its_groups_first_cut() -> None
     # relative rule it is not scored; under the paper's rule it is (against β).
     scored = {}
     for rule in ("relative", "paper"):
-        outliers = OutlierParams(rule=rule, score_stragglers=True, warmup=1)
+        outliers = OutlierParams(enabled=True, rule=rule, score_stragglers=True, warmup=1)
         drv = ScriptedDriver(FLR2SPPolicy(4, GroupParams(num_groups=2, fraction=0.5), outliers))
         drv.start([0.0, 0.0])
         drv.update(1.0, 0, [1.0, 0.0])

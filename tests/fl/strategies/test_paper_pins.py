@@ -40,7 +40,7 @@ def test_defaults_are_the_papers_constants() -> None:
     assert {k: keys[k] for k in PAPER} == PAPER
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
     assert {k: declared["config"][k] for k in PAPER} == PAPER
-    group, outliers = GroupParams(), OutlierParams()
+    group, outliers = GroupParams(), OutlierParams(enabled=True)
     assert (group.fraction, group.ema_weight, group.gap_factor) == (0.75, 0.1, 1.0)
     assert (group.strict_order, group.aggregation) == (True, "mean")
     assert (outliers.cosine_threshold, outliers.rounds) == (0.5, 3)
@@ -86,7 +86,14 @@ def test_beta_is_the_configured_threshold() -> None:
     is low three rounds running and is blacklisted at the third application (t = 3); under
     beta = 0.5 nobody would be.
     """
-    cfg = RunConfig(num_partitions=2, num_groups=1, fraction=1.0, cosine_threshold=0.8)
+    cfg = RunConfig(
+        num_partitions=2,
+        num_groups=1,
+        fraction=1.0,
+        outlier_filter=True,
+        outlier_rule="paper",
+        cosine_threshold=0.8,
+    )
     drv = ScriptedDriver(make_policy(cfg, [0, 1], frozenset({1})))
     drv.start([0.0, 0.0])
     s = math.sqrt(51.0)
@@ -136,7 +143,7 @@ def test_global_change_with_one_group_is_the_group_rule() -> None:
     runs = {}
     for ref in ("group", "global-change"):
         policy = FLR2SPPolicy(
-            4, GroupParams(num_groups=1, fraction=0.75), OutlierParams(reference=ref)
+            4, GroupParams(num_groups=1, fraction=0.75), OutlierParams(enabled=True, reference=ref)
         )
         drv = ScriptedDriver(policy)
         drv.start(np.zeros(6, np.float32))

@@ -115,7 +115,10 @@ def test_cosine_references() -> None:
 def test_leave_one_out_reference() -> None:
     scores = {}
     for ref in ("group", "group-loo"):
-        group, outliers = GroupParams(num_groups=1, fraction=1.0), OutlierParams(reference=ref)
+        group, outliers = (
+            GroupParams(num_groups=1, fraction=1.0),
+            OutlierParams(enabled=True, reference=ref),
+        )
         drv = ScriptedDriver(FLR2SPPolicy(3, group, outliers))
         drv.start([0, 0])
         for cid, delta in ((0, [1, 0]), (1, [1, 0]), (2, [0, 1])):
@@ -136,7 +139,7 @@ def blacklist_run(warmup: int = 0) -> ScriptedDriver:
     policy = FLR2SPPolicy(
         3,
         GroupParams(num_groups=1, fraction=1.0),
-        OutlierParams(warmup=warmup),
+        OutlierParams(enabled=True, warmup=warmup),
         known_outliers=frozenset({1, 2}),
     )
     drv = ScriptedDriver(policy)

@@ -1,0 +1,105 @@
+"""The section of REPORT.md on making the outlier filter help (issue nineteen's item).
+
+Its tables (:func:`sec_filter_rules`): per partition and case the seeds that ran, the final
+accuracy, the paired gain over the filter switched off, honest clients blacklisted, recall,
+bans refused by the cap and the time to the paper's stagnation rule; cells that did not run
+say so. Its reading (:func:`note_filter_rules`): each candidate rule's verdict by the rule
+stated in :func:`experiments.flr2sp.filter_rules.verdicts` and the default it chooses. No
+string literal here holds a digit (a test checks it).
+"""
+
+from __future__ import annotations
+
+from experiments.flr2sp.report.formats import Summary, mean, ms, num, one, pct, table
+
+#: What a cell that never runs stands for.
+SAME_AS = {("oracle", "none"): "= off (no outliers to exclude)"}
+
+
+def _stagnation(r: dict) -> str:
+    """Mean time to the stagnation rule over the converged seeds, with how many converged."""
+    done = round((mean(r, "converged") or 0.0) * r["n"])
+    if not done:
+        return f"cap (none of {r['n']} converged)"
+    return f"{num(mean(r, 'converged_at'), 0)} s ({done} of {r['n']} converged)"
+
+
+def _row(d: Summary, case: str, part: str) -> list[str]:
+    r = one(d["table"], case=case, partition=part)
+    if r is None:
+        return [part, case, SAME_AS.get((case, part), "not run"), *[""] * 6]
+    g = one(d.get("gains", []), case=case, partition=part)
+    gain = (
+        "–"
+        if case == "off"
+        else "n/a"
+        if g is None
+        else f"{100 * (mean(g, 'gain') or 0.0):+.1f} ± {100 * (g.get('gain_std') or 0.0):.1f} "
+        f"points ({g['n']} paired)"
+    )
+    return [
+        part,
+        case,
+        str(r["n"]),
+        ms(r, "final_accuracy", 3),
+        gain,
+        f"{ms(r, 'honest_blacklisted', 1)} ({pct(mean(r, 'honest_share'))})",
+        "–" if case == "off" or mean(r, "recall") is None else ms(r, "recall"),
+        ms(r, "num_capped", 1),
+        _stagnation(r),
+    ]
+
+
+def sec_filter_rules(d: Summary) -> list[str]:
+    rows = [_row(d, case, part) for part in d["partitions"] for case in d["cases"]]
+    head = [
+        "partition",
+        "case",
+        "seeds",
+        "final accuracy",
+        "vs filter off (same seed)",
+        "honest blacklisted (share)",
+        "recall",
+        "bans refused by the cap",
+        "time to stagnation (virtual)",
+    ]
+    verdict = [
+        [v["case"], v["status"], str(v["paired_seeds"]), "; ".join(v["why"]) or "–"]
+        for v in d["verdicts"]
+    ]
+    return [
+        *table(head, rows),
+        "",
+        *table(["candidate rule", "verdict", "fewest paired seeds", "failing seeds"], verdict),
+    ]
+
+
+def note_filter_rules(d: Summary, _: dict[str, Summary]) -> str:
+    rule = d["rule"]
+    met = [v["case"] for v in d["verdicts"] if v["status"] == "meets"]
+    seeds = min((r["n"] for r in d["table"]), default=0)
+    paper_rule = [
+        f"{pct(mean(r, 'honest_share'))} on `{r['partition']}` ({r['n']} seeds)"
+        for r in d["table"]
+        if r["case"] == "paper"
+    ]
+    text = (
+        "**Verdict rule** (stated before the runs): a rule may become the default when, on every "
+        "partition and for every seed paired with the filter-off run, its final accuracy minus "
+        f"the filter-off accuracy is at least {num(rule['min_gain'], 3)}, it blacklists at most "
+        f"{pct(rule['max_honest_share'])} of the honest clients in every run, and every "
+        f"partition has at least {rule['min_seeds']} paired seeds; one failing pair or run "
+        "fails it; no failure with fewer seeds is too little evidence. "
+    )
+    if paper_rule:
+        text += f"The paper's rule blacklists {', '.join(paper_rule)} of the honest clients. "
+    if met:
+        text += f"Rules meeting it: {', '.join(met)}; the default is `{d['default']}`."
+    else:
+        text += (
+            "No rule meets it, so the default is the filter switched off "
+            "(`outlier-filter = false`)."
+        )
+    if seeds <= 1:
+        text += " Some cells rest on one seed: an indication, not a measurement."
+    return text
