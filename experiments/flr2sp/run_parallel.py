@@ -34,6 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from experiments.common.run_cache import Args, parse_args, say
+from experiments.flr2sp.filter_rules import CASES, PARTITIONS
 
 Task = tuple[str, str, int, str]  # (kind "scheme" | "scoring", name, seed, model)
 
@@ -42,15 +43,8 @@ Task = tuple[str, str, int, str]  # (kind "scheme" | "scoring", name, seed, mode
 #: oracle ceiling (the known outliers excluded from the start) and the candidate default
 #: (relative rule, k = 3 robust deviations, floor 0.1, first 4 group rounds unscored).
 FILTER_CASES: dict[str, dict[str, Any]] = {
-    "fl-r2sp-oracle": dict(outlier_filter=True, outlier_rule="oracle", partitioner="paper"),
-    "fl-r2sp-relative-warmup": dict(
-        outlier_filter=True,
-        outlier_rule="relative",
-        outlier_mad_k=3.0,
-        outlier_mad_floor=0.1,
-        outlier_warmup=4,
-        partitioner="paper",
-    ),
+    f"fl-r2sp-{case}": {**CASES[case], **PARTITIONS["paper"]}
+    for case in ("oracle", "relative-warmup")
 }
 
 
