@@ -7,8 +7,9 @@ Validates the flags (a setting that turns the scheme into another is refused, or
 where a user may mean it), starts the ranks (S parameter servers and N workers, or N workers)
 on this machine as supervised processes (:mod:`fl_r2sp.cluster.runtime.local`), prints the
 coordinator's progress lines and the run summary. Exit status: 0 when the run ended well (a
-scheme that continues without a lost worker included), 1 if it failed or timed out, 2 on bad
-flags, 130 when interrupted (Ctrl-C). Across machines, run ``torchrun ... -m
+scheme that continues without a lost worker included), 1 if it failed, 2 on bad flags or when
+it cannot start, 124 when it reached its time limit (``--run-timeout``; status ``timeout``),
+130 when interrupted (Ctrl-C). Across machines, run ``torchrun ... -m
 fl_r2sp.cluster.runtime.rank`` with the same flags instead (README, "Cluster mode").
 """
 
@@ -25,6 +26,7 @@ EXIT_INTERRUPTED = 130
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the cluster mode from the command line; return the exit status."""
     from fl_r2sp.cluster.runtime.cli import describe, parse
+    from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT
     from fl_r2sp.cluster.runtime.launcher import ClusterRunError, launch
 
     cfg, ns = parse(argv)
@@ -37,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.summary is not None:
             print(json.dumps(exc.summary, indent=2, default=str))
         print(f"[cluster] {exc.status.upper()}: {exc}", file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED if exc.status == "interrupted" else 1
+        return {"interrupted": EXIT_INTERRUPTED, "timeout": EXIT_TIMEOUT}.get(exc.status, 1)
     except (RuntimeError, FileNotFoundError) as exc:
         print(f"[cluster] cannot start: {exc}", file=sys.stderr, flush=True)
         return 2

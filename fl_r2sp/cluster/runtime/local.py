@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT, timeout_reason
 from fl_r2sp.cluster.runtime.common.run_config import RunConfig
 from fl_r2sp.cluster.runtime.common.run_dir import RUN_DIR_ENV, make_run_dir, run_name
 from fl_r2sp.cluster.runtime.rank import run_rank
@@ -197,9 +198,10 @@ def _watch(cfg: RunConfig, procs: list[Any], out: Any, stopped: threading.Event,
             return outcome("timeout", f"the run exceeded its time limit of {limit}")
         code = procs[0].exitcode
         if code is not None and summary is None and out.empty():
-            ending = "timeout" if code == 124 else "failed"
-            return outcome(ending, f"{rank_name(cfg, 0)} {exit_text(code)} before it wrote the "
-                                   "run's summary; the run cannot go on without it")  # fmt: skip
+            if code == EXIT_TIMEOUT:  # its watchdog ended it
+                return outcome("timeout", timeout_reason(cfg.run_timeout_s))
+            return outcome("failed", f"{rank_name(cfg, 0)} {exit_text(code)} before it wrote the "
+                                     "run's summary; the run cannot go on without it")  # fmt: skip
         if all(p.exitcode is not None for p in procs):
             return outcome("finished")
         if code is not None:
@@ -246,7 +248,7 @@ def record_ending(run_dir: Path, cfg: RunConfig, run: LocalRun) -> dict[str, Any
     The summary holds ``status`` (the ending), ``reason``, the exit code of every rank (named)
     and the iterations per worker found in the rows flushed to ``workers.csv``.
     """
-    from fl_r2sp.cluster.telemetry import plots, read_json, read_rows
+    from fl_r2sp.cluster.telemetry import plots_or_warn, read_json, read_rows
 
     base = base_of(cfg)
     rows = read_rows(run_dir / "workers.csv") if (run_dir / "workers.csv").is_file() else []
@@ -264,8 +266,5 @@ def record_ending(run_dir: Path, cfg: RunConfig, run: LocalRun) -> dict[str, Any
     doc["summary"] = summary
     (run_dir / "run.json").write_text(json.dumps(doc, indent=2) + "\n")
     if base.plots and rows:
-        try:
-            plots(run_dir)
-        except Exception as exc:  # a figure is a convenience; the summary is written
-            print(f"[cluster] plots skipped: {type(exc).__name__}: {exc}", flush=True)
+        plots_or_warn(run_dir)
     return summary

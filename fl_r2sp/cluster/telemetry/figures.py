@@ -80,3 +80,13 @@ def plots(run_dir: str | Path) -> list[Path]:
     if any(g.size for g in gaps.values()):
         written.append(plot_gap_cdf(gaps, run_dir / "gaps.png", "inter-update gap CDF per PS"))
     return written
+
+
+def plots_or_warn(run_dir: str | Path) -> list[Path]:
+    """:func:`plots`, but a failure is printed, never raised: the figures are a convenience
+    and must not fail a run that has written its summary. Returns the files written."""
+    try:
+        return plots(run_dir)
+    except Exception as exc:
+        print(f"[cluster] plots skipped: {type(exc).__name__}: {exc}", flush=True)
+        return []

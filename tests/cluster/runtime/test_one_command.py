@@ -26,6 +26,8 @@ import pytest
 
 from fl_r2sp.cluster.__main__ import main
 from fl_r2sp.cluster.runtime.cli import parse
+from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT
+from fl_r2sp.cluster.telemetry import read_rows
 
 #: Seconds after which a wait gives up (a hang, not a timing assertion).
 HANG_S = 400.0
@@ -87,14 +89,23 @@ def _gone(pid: int) -> bool:
         return fh.read().split(")")[-1].split()[0] == "Z"
 
 
+PS = ["--servers", "1", "--iterations", "40", "--delays", "0.1,0.1,0.1"]
+REDUCE = ["--iterations", "40", "--delays", "0.1,0.1,0.1", "--ready-timeout", "10"]
+DSSYNC = ["--iterations", "40", "--delays", "0.1,0.1,0.1", "--regroup-period", "2",
+          "--boundary-timeout", "15"]  # fmt: skip
 #: scheme, its flags (3 workers), expected exit status
 KILLS = [
-    ("asp", ["--servers", "1", "--iterations", "40", "--delays", "0.1,0.1,0.1"], 0),
-    ("r2sp", ["--servers", "1", "--iterations", "40", "--delays", "0.1,0.1,0.1"], 0),
-    ("bsp", ["--servers", "1", "--iterations", "40", "--delays", "0.1,0.1,0.1"], 1),
-    ("selective", ["--iterations", "40", "--delays", "0.1,0.1,0.1", "--ready-timeout", "10"], 0),
-    ("dssync", ["--iterations", "40", "--delays", "0.1,0.1,0.1", "--racks", "0,1/2",
-                "--regroup-period", "2", "--boundary-timeout", "15"], 0),
+    ("asp", PS, 0),
+    ("r2sp", PS, 0),
+    ("ssp", [*PS, "--ssp-bound", "2"], 0),
+    ("safa", PS, 0),
+    ("bsp", PS, 1),
+    ("osp", [*PS, "--momentum", "0"], 1),
+    ("selective", REDUCE, 0),
+    ("partial", REDUCE, 0),
+    ("dssync", [*DSSYNC, "--racks", "0,1/2"], 0),
+    ("hierarchical", [*DSSYNC, "--racks", "0,1/2"], 0),
+    ("gossip", DSSYNC, 0),
 ]  # fmt: skip
 
 
@@ -118,6 +129,8 @@ def test_a_killed_worker_ends_the_run_by_the_schemes_rule(
     assert {(r["rank"], r["role"]) for r in ranks} >= {(victim["rank"], "worker")}
     for name in ("config.json", "run.json", "workers.csv", "permissions.csv", "COMPLETE"):
         assert (run_dir / name).is_file(), name
+    if status == 0:  # every family draws the worker phases on a normal end
+        assert (run_dir / "gantt.png").is_file()
     assert json.loads((run_dir / "run.json").read_text())["ranks"] == ranks  # kept at the end
     if status == 0:
         assert summary["status"] == "ok" and summary["reason"]
@@ -154,7 +167,27 @@ def test_a_lost_rank_0_ends_the_run_naming_it(tmp_path: Path) -> None:
     assert "parameter server 0 (rank 0) was killed by signal 9" in err
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "failed" and "rank 0" in summary["reason"]
+    assert not (run_dir / "COMPLETE").exists()  # rank 0 never wrote its files at the end...
+    for name in ("ps_updates.csv", "permissions.csv"):  # ...but they grew while it ran
+        assert read_rows(run_dir / name), name
     _until("every rank gone", proc, lambda: all(_gone(r["pid"]) for r in ranks))
+
+
+@pytest.mark.parametrize(("scheme", "flags"), [
+    ("asp", ["--servers", "1", "--delays", "0.1,0.1"]),
+    ("partial", ["--delays", "0.1,0.1", "--ready-timeout", "10"]),
+], ids=["asp", "partial"])  # fmt: skip
+def test_the_run_timeout_ends_as_timeout(tmp_path: Path, scheme: str, flags: list[str]) -> None:
+    # The last --run-timeout wins over JOB's.
+    proc = _start(tmp_path, scheme, "--workers", "2", "--iterations", "100000", *flags,
+                  "--run-timeout", "3")  # fmt: skip
+    _, err = proc.communicate(timeout=HANG_S)
+    assert proc.returncode == EXIT_TIMEOUT, err[-3000:]
+    run_dir = next(tmp_path.glob("*/summary.json")).parent
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "timeout"
+    assert "--run-timeout 3 s" in summary["reason"]
+    assert read_rows(run_dir / "workers.csv")  # it ran before the limit
 
 
 REFUSED = [

@@ -53,10 +53,11 @@ def test_close_writes_all_files_with_the_marker_last(
 ) -> None:
     order: list[str] = []
     real = writer_mod._write_atomic
+    filled = _filled(tmp_path / "run")  # the live files are already there
     monkeypatch.setattr(
         writer_mod, "_write_atomic", lambda p, t: (order.append(p.name), real(p, t))
     )
-    run = _filled(tmp_path / "run").close({"stop": "max_iterations", "wall_s": float("inf")})
+    run = filled.close({"stop": "max_iterations", "wall_s": float("inf")})
     assert order == ["workers.csv", "ps_updates.csv", "permissions.csv", "run.json", MARKER]
     assert sorted(p.name for p in run.iterdir()) == sorted(order)  # no temporary file left
     doc = json.loads((run / "run.json").read_text())
@@ -75,6 +76,36 @@ def test_csv_columns_extras_and_blanks(tmp_path: Path) -> None:
     assert header == [*WORKER_FIELDS, "shard_bytes", "extra"]
     assert rows[0]["loss"] == "1.0" and rows[0]["extra"] == "" and rows[1]["pull_s"] == ""
     assert read_rows(tmp_path / "permissions.csv") == []
+
+
+def test_every_csv_grows_row_by_row_before_close(tmp_path: Path) -> None:
+    w = _filled(tmp_path)  # never closed: a run whose rank 0 was killed
+    assert not (tmp_path / MARKER).exists()
+    workers = read_rows(tmp_path / "workers.csv")
+    assert [(int(r["worker"]), int(r["iteration"])) for r in workers] == [(0, 0), (1, 0), (0, 1),
+                                                                         (1, 1)]  # fmt: skip
+    assert [float(r["t"]) for r in read_rows(tmp_path / "ps_updates.csv")] == [t for *_, t in PS]
+    assert read_rows(tmp_path / "permissions.csv") == [
+        {"worker": "0", "iteration": "1", "at": "0.8", "T_active": "0.8"}]  # fmt: skip
+    # A row with a new column widens the header; the earlier rows keep their values.
+    w.trace_rows([{"event": "hold", "at": 0.5, "worker": 1}])
+    rows = read_rows(tmp_path / "permissions.csv")
+    assert list(rows[0]) == ["worker", "iteration", "at", "T_active", "event"]
+    assert rows[0]["T_active"] == "0.8" and rows[1] == {"worker": "1", "iteration": "",
+                                                        "at": "0.5", "T_active": "",
+                                                        "event": "hold"}  # fmt: skip
+    w.worker_row(worker=0, iteration=2, loss=1.0)  # known columns: appended
+    assert len(read_rows(tmp_path / "workers.csv")) == 5
+
+
+def test_close_sorts_the_trace_when_asked(tmp_path: Path) -> None:
+    w = ClusterRunWriter(tmp_path, trace_order="at")
+    w.trace_rows([{"event": "permission", "at": 2.0}, {"event": "delivered", "at": 1.0},
+                  {"event": "hold", "at": 1.0}])  # fmt: skip
+    assert [r["at"] for r in read_rows(tmp_path / "permissions.csv")] == ["2.0", "1.0", "1.0"]
+    w.close()
+    rows = read_rows(tmp_path / "permissions.csv")
+    assert [r["event"] for r in rows] == ["delivered", "hold", "permission"]  # stable
 
 
 def test_bad_rows_and_use_after_close(tmp_path: Path) -> None:

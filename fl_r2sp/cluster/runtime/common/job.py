@@ -22,15 +22,24 @@ from fl_r2sp.cluster.runtime.common import protocol as P
 WATCHDOG_GRACE_S = 60.0
 #: Seconds rank 0 waits for the live others' exit keys before it leaves anyway.
 EXIT_WAIT_S = 10.0
+#: Exit status of a rank ended by the watchdog, and of the one command on a run that reached
+#: its time limit (as GNU ``timeout``).
+EXIT_TIMEOUT = 124
+
+
+def timeout_reason(limit_s: float) -> str:
+    """The reason of a run that reached its ``--run-timeout`` (status ``timeout``)."""
+    return f"the run reached its time limit (--run-timeout {limit_s:g} s) before it finished"
 
 
 def watchdog(rank: int, limit_s: float) -> threading.Timer:
-    """Start (and return) a daemon timer that exits the process with 124 after ``limit_s``."""
+    """Start (and return) a daemon timer that exits the process with :data:`EXIT_TIMEOUT`
+    after ``limit_s``."""
 
     def expire() -> None:
         print(f"[rank {rank}] run exceeded its time limit ({limit_s:.0f}s); exiting", flush=True,
               file=sys.stderr)  # fmt: skip
-        os._exit(124)
+        os._exit(EXIT_TIMEOUT)
 
     timer = threading.Timer(limit_s, expire)
     timer.daemon = True

@@ -7,7 +7,8 @@ synchronisation, ``group``, ``group_size``, ``sent_bytes``, ``ok``, ``loss``),
 ``permissions.csv`` (one row per boundary: live workers, generation, bottlenecks found),
 ``run.json``, ``summary.json``, ``final_params.pt`` (``flat``: the world average of the EMA
 copies, the run's model; ``model_avg``: the world average of the models; ``model``: worker 0's
-own parameters) and ``COMPLETE``.
+own parameters), ``COMPLETE`` and, unless disabled, ``gantt.png`` (compute, then the
+synchronisation, per worker).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from fl_r2sp.cluster.runtime.dssync.worker import (
     up_key,
 )
 from fl_r2sp.cluster.runtime.peer.rank import initial_flat, open_run, run_peer_rank
-from fl_r2sp.cluster.telemetry import ClusterRunWriter
+from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
 
 
 def run_dssync_rank(
@@ -92,8 +93,6 @@ class Lead:
 
     def __init__(self, cfg: DSSyncRunConfig, store: Any, run_dir: Path, num_params: int) -> None:
         self.cfg, self.store, self.run_dir, self.num_params = cfg, store, run_dir, num_params
-        self.rows: list[dict[str, Any]] = []
-        self.trace: list[dict[str, Any]] = []
         self.plan = Plan(tuple(range(cfg.world_size)))
         self.t0 = 0.0
         # Rows reach workers.csv at each boundary, so a run that fails keeps them.
@@ -130,12 +129,11 @@ class Lead:
                       key=lambda r: (r["t_start"], r["worker"]))  # fmt: skip
         for row in rows:
             self.writer.worker_row(**row)
-        self.rows.extend(rows)
         lost = sorted(set(self.plan.live) - set(reports))
         params, scheme = self.cfg.params, self.cfg.scheme
         plan = decide(reports, self.cfg.rack_map(), self.plan, scheme, params, self.cfg.regroup)
         view = View(plan, self.cfg.rack_map(), scheme)
-        self.trace.append({
+        self.writer.trace_rows([{  # permissions.csv, streamed
             "event": "boundary", "at": reports[0].get("t", -1), "boundary": b,
             "live": json.dumps(list(plan.live)), "lost": json.dumps(lost),
             "generation": plan.generation,
@@ -143,7 +141,7 @@ class Lead:
             "delayed": json.dumps([plan.live[d] for d in plan.bottlenecks.delayed]),
             "failed_syncs": sum(int(r.get("failed", 0)) for r in reports.values()),
             "period": view.pattern.period,
-        })  # fmt: skip
+        }])  # fmt: skip
         set_json(self.store, plan_key(b), plan.to_json())
         self.plan = plan
         return plan
@@ -152,7 +150,6 @@ class Lead:
                elapsed: float, error: str | None) -> dict[str, Any]:  # fmt: skip
         base = self.cfg.base
         writer = self.writer
-        writer.trace_rows(self.trace)
         summary: dict[str, Any] = {
             "status": "failed" if error or final is None else "ok",
             "error": error or (None if final is not None else "rank 0 was left out"),
@@ -163,8 +160,9 @@ class Lead:
             "nic_mb_s": list(self.cfg.nic_mb_s), "uplink_mb_s": list(self.cfg.uplink_mb_s),
             "t_started": self.t0, "lost_workers": sorted(set(range(base.workers))
                                                          - set(self.plan.live)),
-            **row_stats(self.rows), "boundaries": len(self.trace),
-            "last_boundary": self.trace[-1] if self.trace else None, "run_dir": str(self.run_dir),
+            **row_stats(writer.workers), "boundaries": len(writer.trace),
+            "last_boundary": writer.trace[-1] if writer.trace else None,
+            "run_dir": str(self.run_dir),
         }  # fmt: skip
         if final is not None:
             ema, avg = final
@@ -174,6 +172,8 @@ class Lead:
                         "model_name": base.model}, self.run_dir / "final_params.pt")  # fmt: skip
         writer.close(summary)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        if base.plots:
+            plots_or_warn(self.run_dir)
         return summary
 
     def _evaluate(self, flat: torch.Tensor, name: str) -> dict[str, Any]:

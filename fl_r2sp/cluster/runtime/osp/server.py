@@ -155,8 +155,7 @@ class OSPServer(ShardService[OSPShard]):
                 f"{j}; the GIB gives {count(ranges)} in shard {self.index}"
             )
         if stage == RS:
-            with self._lock:
-                self.arrivals.append((w, j, self.ctx.now()))
+            self._arrived(w, j)
         self.state.submit(stage, w, j, ranges, payload, loss, compute_s)
         try:
             return self.state.await_mean(stage, j, self.cfg.timeout_s)

@@ -41,6 +41,7 @@ from fl_r2sp.cluster.policies.common.base import CoordinatorPolicy, Permission, 
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
+from fl_r2sp.cluster.runtime.common.job import timeout_reason
 from fl_r2sp.cluster.runtime.ps.shard import ShardState
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
 
@@ -96,7 +97,8 @@ class Coordinator:
     ctx : RankContext
         Rank 0's context.
     policy : CoordinatorPolicy
-        A fresh policy (the scheme record's ``policy``); its ``trace`` is written at the end.
+        A fresh policy (the scheme record's ``policy``); its ``trace`` is streamed to the
+        writer after every policy call, beside each permission's actual delivery.
     shard : ShardState
         PS 0's shard: the coordinator reads each push's staleness from it.
     writer : ClusterRunWriter
@@ -113,7 +115,7 @@ class Coordinator:
         self._seq = itertools.count()
         self.tracker = ConvergenceTracker(self.cfg.loss_threshold, self.cfg.convergence_window)
         self.result = CoordinatorResult()
-        self.deliveries: list[dict[str, Any]] = []
+        self._traced = 0  # entries of the policy's trace already handed to the writer
         self.stopping = False
         self.closing = threading.Event()
         self._waiters: list[threading.Thread] = []
@@ -207,6 +209,7 @@ class Coordinator:
         set_json(self.store, P.verdict_key(w, k), {"apply": bool(apply)})
 
     def _schedule(self, perms: list[Permission]) -> None:
+        self._record_trace()  # every policy call's permissions come through here
         for p in perms:
             tr = self.tracks[p.worker]
             if tr.stopped or tr.lost is not None:
@@ -231,9 +234,15 @@ class Coordinator:
                      {"iteration": p.iteration, "batch_size": p.batch_size, "t": t})  # fmt: skip
             tr.next_grant += 1
             tr.granted_at = t
-            self.deliveries.append({"event": "delivered", "at": t, "worker": p.worker,
-                                    "iteration": p.iteration, "batch_size": p.batch_size,
-                                    "due": p.at})  # fmt: skip
+            self.writer.trace_rows([{"event": "delivered", "at": t, "worker": p.worker,
+                                     "iteration": p.iteration, "batch_size": p.batch_size,
+                                     "due": p.at}])  # fmt: skip
+
+    def _record_trace(self) -> None:
+        """Hand the policy's new decisions to the writer (streamed to ``permissions.csv``)."""
+        trace: list[dict[str, Any]] = getattr(self.policy, "trace", [])
+        self.writer.trace_rows(trace[self._traced :])
+        self._traced = len(trace)
 
     # -- stopping ------------------------------------------------------------------------------
     def _send_stop(self, w: int, reason: str) -> None:
@@ -305,7 +314,7 @@ class Coordinator:
             fatal = P.loads(self.store.get(P.FATAL_KEY))
             self._stop("error", str(fatal.get("message", fatal)))
         if self.ctx.now() - self.result.started_at > self.cfg.run_timeout_s:
-            self._stop("error", f"run exceeded run_timeout_s={self.cfg.run_timeout_s:.0f}s")
+            self._stop("timeout", timeout_reason(self.cfg.run_timeout_s))
 
     def _progress(self, now: float) -> None:
         if self.cfg.progress_s <= 0 or now < self._next_progress:
@@ -365,6 +374,4 @@ class Coordinator:
                 with contextlib.suppress(Exception):
                     set_json(self.store, P.request_key(w, self._next_req[w]), {"cancel": True})
             t.join(1.0)
-        trace: list[dict[str, Any]] = list(getattr(self.policy, "trace", []))
-        rows = sorted(trace + self.deliveries, key=lambda r: r["at"])
-        self.writer.trace_rows(rows)
+        self._record_trace()

@@ -29,7 +29,7 @@ from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.ps.coordinator import Coordinator, CoordinatorResult
 from fl_r2sp.cluster.runtime.ps.server import ParameterServer
-from fl_r2sp.cluster.telemetry import ClusterRunWriter
+from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
 
 
 def run_leader(
@@ -46,7 +46,8 @@ def run_leader(
     cfg = ctx.cfg
     run_dir = Path(ctx.run_dir)
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
-    writer = ClusterRunWriter(run_dir, config=cfg.to_dict())
+    # permissions.csv in time order: a held permission is decided before earlier deliveries.
+    writer = ClusterRunWriter(run_dir, config=cfg.to_dict(), trace_order="at")
     coord: Coordinator | None = None
 
     def lost(w: int, reason: str) -> None:
@@ -57,13 +58,14 @@ def run_leader(
           ParameterServer(ctx, init_flat, policy.apply_mode, on_lost=lost,
                           admission=policy.admission))  # fmt: skip
     coord = Coordinator(ctx, policy, ps.state, writer)
+    ps.on_arrival = lambda w, k, t: writer.ps_row(0, w, k, t)  # shard 0's arrivals, live
     ps.start()
     result = coord.run()
     ps.join()
     errors = [result.error] if result.error else []
     flat, reports, lost_servers = _gather(ctx, ps, errors)
     evaluation = _evaluation(ctx, result, errors)
-    for rep in reports:
+    for rep in reports[1:]:  # the other shards' arrivals reach rank 0 only now
         for w, k, t in rep["arrivals"]:
             writer.ps_row(int(rep["shard"]), int(w), int(k), float(t))
     summary = _summary(ctx, result, writer.workers, reports, evaluation, errors)
@@ -75,7 +77,7 @@ def run_leader(
                    run_dir / "final_params.pt")  # fmt: skip
     (run_dir / "summary.json").write_text(json.dumps(strict_json(summary), indent=2) + "\n")
     if cfg.plots:
-        _plots(run_dir)
+        plots_or_warn(run_dir)
     return summary
 
 
@@ -123,8 +125,9 @@ def _summary(ctx: RankContext, result: CoordinatorResult, rows: list[dict[str, A
     for r in rows:
         per_worker[int(r["worker"])] += 1
     applied = [int(r["updates_applied"]) for r in sorted(reports, key=lambda r: r["shard"])]
+    timed_out = result.stop_reason == "timeout"
     return {
-        "status": "failed" if errors else "ok",
+        "status": "timeout" if timed_out else "failed" if errors else "ok",
         "error": "; ".join(errors) if errors else None,
         "scheme": cfg.scheme.scheme, "workers": cfg.workers, "servers": cfg.servers,
         "model": cfg.model, "dataset": cfg.dataset, "parameters": ctx.num_params,
@@ -147,15 +150,6 @@ def _summary(ctx: RankContext, result: CoordinatorResult, rows: list[dict[str, A
         "lost_workers": {str(w): why for w, why in result.lost.items()},
         "run_dir": ctx.run_dir,
     }  # fmt: skip
-
-
-def _plots(run_dir: Path) -> None:
-    try:
-        from fl_r2sp.cluster.telemetry import plots
-
-        plots(run_dir)
-    except Exception as exc:  # figures are a convenience; never fail a finished run on them
-        print(f"[cluster] plots skipped: {type(exc).__name__}: {exc}", flush=True)
 
 
 def strict_json(value: Any) -> Any:

@@ -84,6 +84,9 @@ class ShardService(Generic[S]):
         self.ingress = TokenBucket(rate, chunk) if ctx.throttled else None
         self.egress = TokenBucket(rate, chunk) if ctx.throttled else None
         self.arrivals: list[tuple[int, int, float]] = []  # (worker, iteration, t)
+        #: ``on_arrival(worker, iteration, t)`` for every arrival as it happens (rank 0 streams
+        #: its shard's arrivals to ``ps_updates.csv``); set before :meth:`start`.
+        self.on_arrival: Callable[[int, int, float], None] | None = None
         self.lost: dict[int, str] = {}
         self.threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -105,6 +108,16 @@ class ShardService(Generic[S]):
         t.join(self.ctx.cfg.timeout_s + 30.0)
         if t.is_alive():
             raise TimeoutError(f"PS {self.index}: thread {t.name} did not end")
+
+    def _arrived(self, w: int, iteration: int) -> int:
+        """Record the arrival of ``w``'s update of ``iteration`` now; return the count so far."""
+        t = self.ctx.now()
+        with self._lock:
+            self.arrivals.append((w, iteration, t))
+            count = len(self.arrivals)
+        if self.on_arrival is not None:
+            self.on_arrival(w, iteration, t)
+        return count
 
     def _lose(self, w: int, reason: str) -> None:
         """Drop ``w`` from the shard; report it through ``on_lost`` the first time only."""
@@ -197,10 +210,8 @@ class ParameterServer(ShardService[ShardState]):
                 if worker != w:
                     raise ValueError(f"push from rank {src} claims worker {worker}")
                 self.state.push(w, iteration, batch, msg[P.HEADER :])
-                with self._lock:
-                    self.arrivals.append((w, iteration, self.ctx.now()))
-                    if len(self.arrivals) == self.kill_after:
-                        os._exit(18)  # test hook: die abruptly
+                if self._arrived(w, iteration) == self.kill_after:
+                    os._exit(18)  # test hook: die abruptly
                 if store is not None:
                     self._await_verdict(store, w, iteration)
         except Exception as exc:  # a dead peer surfaces as RuntimeError from gloo

@@ -43,6 +43,7 @@ from fl_r2sp.cluster.policies.reduce.base import READY, SYNCING, TRAINING
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import new_store, set_json
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
+from fl_r2sp.cluster.runtime.common.job import timeout_reason
 from fl_r2sp.cluster.runtime.peer.subgroups import GroupRegistry
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce.worker import (
@@ -130,7 +131,8 @@ class ReduceCoordinator:
     model_bytes : float
         Size of the reduced vector (the group timeout allows for its throttled transfer).
     writer : ClusterRunWriter or None
-        Receives one row per completed worker round.
+        Receives one row per completed worker round and the controller's decisions as they
+        are taken.
     """
 
     def __init__(self, cfg: ReduceRunConfig, ctl: ReduceController, epoch: float,
@@ -159,6 +161,7 @@ class ReduceCoordinator:
         self.converged_at: float | None = None
         self.error: str | None = None
         self.started = self.ended = 0.0
+        self._traced = 0  # entries of the controller's trace already handed to the writer
 
     def now(self) -> float:
         """Seconds since the run's epoch."""
@@ -176,7 +179,8 @@ class ReduceCoordinator:
         limit = self.started + self.cfg.base.run_timeout_s
         while not self._over():
             if self.now() > limit:
-                self.error = f"run timeout {self.cfg.base.run_timeout_s:.0f}s"
+                self.error = timeout_reason(self.cfg.base.run_timeout_s)
+                self._time_out()
                 break
             try:
                 ev: tuple[Any, ...] | None = self.events.get(timeout=self._sleep_s())
@@ -188,6 +192,7 @@ class ReduceCoordinator:
             self._liveness()
         self.ended = self.now()
         self.ctl.finish(self.ended)
+        self.record_trace()
         for waiter in self.waiters:
             if waiter.is_alive():
                 waiter.stop(self.store)
@@ -321,6 +326,14 @@ class ReduceCoordinator:
         self.tracker.drop(w)
         self._publish(self.ctl.on_worker_lost(w, self.now()))
 
+    def _time_out(self) -> None:
+        """Stop every worker now: the queued ones and those computing get a stop assignment,
+        those reducing find the ticket budget spent (nobody waits for an answer)."""
+        self._stop_all("timeout")
+        for w in range(self.ctl.n):
+            if w not in self.finished and w not in self.lost and self.ctl.state[w] == TRAINING:
+                set_json(self.store, assign_key(w, int(self.ctl.iterations[w])), {"stop": True})
+
     def _stop_all(self, reason: str) -> None:
         self.stopping = reason
         self.store.add(TICKETS, self.cfg.budget + self.ctl.n)  # every later ticket is beyond
@@ -329,7 +342,15 @@ class ReduceCoordinator:
                 self._leave(w, tell=True)
 
     # -- launches -------------------------------------------------------------------------
+    def record_trace(self) -> None:
+        """Hand the controller's new decisions to the writer (streamed to ``permissions.csv``)."""
+        trace = self.ctl.trace
+        if self.writer is not None:
+            self.writer.trace_rows(trace[self._traced :])
+        self._traced = len(trace)
+
     def _publish(self, launches: list[Launch]) -> None:
+        self.record_trace()  # every controller call's launches come through here
         for la in launches:
             if self.stopping is not None:
                 for w in la.members:  # the run is ending: no more reduces

@@ -7,7 +7,8 @@ Every rank is a worker (:mod:`.worker`); rank 0 also runs the controller thread
 compute, wait, reduce), ``permissions.csv`` (the controller's decision trace: launches, and
 selective reduce's waits and holds), ``controller_inputs.json`` (every call the controller
 got, for :func:`~fl_r2sp.cluster.policies.reduce.recorder.replay_inputs`), ``run.json``,
-``summary.json``, ``final_params.pt`` (worker 0's parameters) and ``COMPLETE``.
+``summary.json``, ``final_params.pt`` (worker 0's parameters), ``COMPLETE`` and, unless
+disabled, ``gantt.png`` (the worker phases: compute, queue wait, reduce).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from fl_r2sp.cluster.runtime.ps.leader import strict_json
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce.controller import ReduceCoordinator
 from fl_r2sp.cluster.runtime.reduce.worker import ReduceWorker
-from fl_r2sp.cluster.telemetry import ClusterRunWriter
+from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
 
 
 def run_reduce_rank(
@@ -94,11 +95,13 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
     error = box.get("error") or stats.get("error")
     if thread.is_alive():
         error = error or "the controller did not finish"
-    writer.trace_rows(ctl.trace)
+    coord.record_trace()  # what a failed controller thread decided last
     (run_dir / "controller_inputs.json").write_text(json.dumps(rec.inputs) + "\n")
     elapsed = max(float(stats.get("ended_at", 0.0)) - float(stats.get("started_at", 0.0)), 1e-9)
     summary = {
-        "status": "failed" if error else "ok", "error": error, "scheme": cfg.reduce.scheme,
+        "status": ("timeout" if stats.get("stop_reason") == "timeout" else
+                   "failed" if error else "ok"),
+        "error": error, "scheme": cfg.reduce.scheme,
         "reason": error or stats.get("stop_reason"),
         "workers": base.workers, "model": base.model, "dataset": base.dataset,
         "parameters": num_params, "elapsed_s": elapsed, "link_caps_mb_s": list(cfg.link_caps()),
@@ -109,4 +112,6 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
     torch.save({"flat": worker.flat.clone(), "model": base.model}, run_dir / "final_params.pt")
     (run_dir / "summary.json").write_text(json.dumps(strict_json(summary), indent=2) + "\n")
     writer.close(summary)  # writes COMPLETE last: a folder without it is incomplete
+    if base.plots:
+        plots_or_warn(run_dir)
     return summary
