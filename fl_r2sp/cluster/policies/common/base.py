@@ -28,7 +28,11 @@ Admission: a policy with :attr:`CoordinatorPolicy.admission` true (SAFA) may ref
 The caller asks :meth:`CoordinatorPolicy.accepts` when a report arrives, right before
 ``on_push``, and applies the update only if it says so (the runtime's shards hold each push
 until that verdict; see :mod:`fl_r2sp.cluster.runtime.ps.shard`). Other policies accept every
-update and their pushes are applied on arrival.
+update and their pushes are applied on arrival, unless :attr:`CoordinatorPolicy.push_order` is
+``"permission"`` (R²SP's knob): then the caller applies a push (and passes its report to
+``on_push``) only once the pushes of every earlier permission are applied
+(:mod:`fl_r2sp.cluster.policies.ps.push_order`), and such a policy has ``admission`` true so
+that the runtime's shards hold each push until it is released.
 """
 
 from __future__ import annotations
@@ -120,8 +124,12 @@ class CoordinatorPolicy(ABC):
 
     name: ClassVar[str] = "base"
     apply_mode: ClassVar[ApplyMode] = "immediate"
-    #: True if :meth:`accepts` can refuse an update (the PS then waits for the verdict).
-    admission: ClassVar[bool] = False
+    #: True if the PS holds each push until the caller's verdict on it: :meth:`accepts` can
+    #: refuse an update (SAFA), or pushes are applied in permission order (``push_order``).
+    admission: bool = False
+    #: "arrival" (apply each push as it arrives) or "permission" (in the order of the
+    #: permissions that started the iterations; :mod:`fl_r2sp.cluster.policies.ps.push_order`).
+    push_order: str = "arrival"
 
     def __init__(self, num_workers: int, batch_size: int) -> None:
         if num_workers < 1:

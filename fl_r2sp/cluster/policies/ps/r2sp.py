@@ -26,7 +26,13 @@ Permission-to-Proceed. The coordinator:
   worker starts iteration 0 at once (BSP's first iteration) and the first reports seed T;
   while no estimate exists the gap is 0;
 * **batch-size tuning** (optional, :mod:`fl_r2sp.cluster.policies.ps.tuning`): the tuned size is
-  piggybacked on each permission.
+  piggybacked on each permission;
+* **push order** (``push_order``): "arrival" (the default) applies each push as it arrives, so
+  under load a push can be overtaken by the pushes of later permissions and its staleness can
+  reach 2(N − 1); "permission" makes the caller apply pushes, and report them to
+  :meth:`R2SPPolicy.on_push`, in the order of their permissions, which bounds staleness by
+  N − 1 (:mod:`fl_r2sp.cluster.policies.ps.push_order`); the policy then has ``admission`` so
+  the runtime's shards hold each push until it is released.
 
 Floating point: a held permission is granted at ``t_last + gap``, nudged up by one ulp where
 the sum rounds down, so ``at - t_last >= gap`` holds exactly as computed.
@@ -42,6 +48,7 @@ from typing import Any, ClassVar, Self
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
 from fl_r2sp.cluster.policies.common.params import PSParams, check_fraction, check_int
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
+from fl_r2sp.cluster.policies.ps.push_order import PUSH_ORDERS
 from fl_r2sp.cluster.policies.ps.tuning import TUNING_RULES, BatchTuner
 
 #: Which EMA feeds R²SP's period T: active time (compute + comm) or the full grant-to-grant cycle.
@@ -99,6 +106,8 @@ class R2SPPolicy(TracedPolicy):
         self.gap_factor = float(params.gap_factor)
         self.t_measure = params.t_measure
         self.t_seed = params.t_seed
+        self.push_order = params.push_order
+        self.admission = params.push_order == "permission"  # shards hold pushes for release
         self.probe: int | None = None  # the worker whose first iteration seeds T ("probe")
         ema_weight, tuning = params.ema_weight, params.tuning
         self.order: tuple[int, ...] = tuple(range(num_workers))
@@ -271,6 +280,9 @@ class R2SPParams(PSParams):
     t_seed : str, default "probe"
         How T is seeded: "probe" (the first worker runs iteration 0 alone and its active time
         seeds T) or "start" (every worker starts at once; the first reports seed T).
+    push_order : str, default "arrival"
+        When pushes are applied: "arrival" (as they arrive) or "permission" (in permission
+        order: a push waits for the pushes of earlier permissions; staleness <= N − 1).
     """
 
     scheme: str = "r2sp"
@@ -280,6 +292,7 @@ class R2SPParams(PSParams):
     tuning_warmup: int = 5
     t_measure: str = "active"
     t_seed: str = "probe"
+    push_order: str = "arrival"
 
     def check(self) -> None:
         """Raise ValueError naming the first bad knob."""
@@ -292,6 +305,9 @@ class R2SPParams(PSParams):
             raise ValueError(f"unknown t_measure {self.t_measure!r}; choose one of {T_MEASURES}")
         if self.t_seed not in T_SEEDS:
             raise ValueError(f"unknown t_seed {self.t_seed!r}; choose one of {T_SEEDS}")
+        if self.push_order not in PUSH_ORDERS:
+            raise ValueError(f"unknown push_order {self.push_order!r}; choose one of "
+                             f"{PUSH_ORDERS}")  # fmt: skip
 
     def make(self, num_workers: int, batch_size: int) -> R2SPPolicy:
         """An :class:`R2SPPolicy` for ``num_workers`` workers."""
@@ -300,7 +316,7 @@ class R2SPParams(PSParams):
     @classmethod
     def add_flags(cls, group: argparse._ArgumentGroup) -> None:
         """The R²SP flags: ``--gap-factor``, ``--ema-weight``, ``--t-measure``, ``--t-seed``,
-        ``--tuning*``."""
+        ``--r2sp-push-order``, ``--tuning*``."""
         d, a = cls(), group.add_argument
         a("--gap-factor", type=float, default=d.gap_factor, help=f"R²SP r [{d.gap_factor}]")
         a(
@@ -313,6 +329,9 @@ class R2SPParams(PSParams):
           help=f"R²SP T estimate [{d.t_measure}]")  # fmt: skip
         a("--t-seed", choices=T_SEEDS, default=d.t_seed,
           help=f"R²SP T seeding: one uncontended probe or all at once [{d.t_seed}]")  # fmt: skip
+        a("--r2sp-push-order", choices=PUSH_ORDERS, default=d.push_order,
+          help="R²SP: apply pushes as they arrive, or in permission order (staleness <= N - 1) "
+               f"[{d.push_order}]")  # fmt: skip
         a(
             "--tuning",
             choices=TUNING_RULES,
@@ -333,4 +352,5 @@ class R2SPParams(PSParams):
             tuning_warmup=ns.tuning_warmup,
             t_measure=ns.t_measure,
             t_seed=ns.t_seed,
+            push_order=ns.r2sp_push_order,
         )

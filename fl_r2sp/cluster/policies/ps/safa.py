@@ -51,7 +51,7 @@ class SAFAPolicy(TracedPolicy):
 
     name: ClassVar[str] = "safa"
     apply_mode: ClassVar[ApplyMode] = "immediate"
-    admission: ClassVar[bool] = True
+    admission: bool = True
 
     def __init__(
         self,

@@ -14,11 +14,19 @@ worker); the convergence rule (:mod:`~fl_r2sp.cluster.runtime.common.convergence
 every worker at its next permission. The loop ends once every worker is stopped and has
 reported every iteration it was granted, or is lost.
 
-Admission (policies with ``admission``, i.e. SAFA): for each request the coordinator asks
-``policy.accepts(w)`` right before ``policy.on_push`` (the instant the twin asks it too) and
-sets ``verdict/<w>/<k>``; every shard holds that push until the key appears and applies or drops
-it accordingly. A lost worker's outstanding push, and a request that comes too late to be
-handled, get a drop verdict, so no shard waits for a verdict that never comes.
+Permission order (R²SP's ``push_order = "permission"``): a request whose push was overtaken
+(an earlier permission's push has not arrived) is parked, and its verdict withheld, until the
+sequencer (:mod:`fl_r2sp.cluster.policies.ps.push_order`) releases it; then its push is
+applied at every shard and its report reaches the policy. A lost worker releases the pushes
+that wait for it (its own parked push is dropped); stopping releases every parked push.
+Each wait is recorded in ``permissions.csv`` (``order_wait``, with the push it waits for).
+
+Admission (policies with ``admission``: SAFA, and R²SP in permission order): for each request
+the coordinator asks ``policy.accepts(w)`` right before ``policy.on_push`` (the instant the
+twin asks it too) and sets ``verdict/<w>/<k>``; every shard holds that push until the key
+appears and applies or drops it accordingly. A lost worker's outstanding push, and a request
+that comes too late to be handled, get a drop verdict, so no shard waits for a verdict that
+never comes.
 
 Faults: a worker whose transfers with PS 0 fail (its process died) or that sends no request
 within ``timeout_s`` of its permission is lost. Under an ``apply_mode == "barrier"`` scheme
@@ -38,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fl_r2sp.cluster.policies.common.base import CoordinatorPolicy, Permission, PushReport
+from fl_r2sp.cluster.policies.ps.push_order import PushSequencer
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
@@ -116,6 +125,10 @@ class Coordinator:
         self.tracker = ConvergenceTracker(self.cfg.loss_threshold, self.cfg.convergence_window)
         self.result = CoordinatorResult()
         self._traced = 0  # entries of the policy's trace already handed to the writer
+        # Permission order (R²SP's knob): pushes wait here, by (worker, iteration), until the
+        # pushes of every earlier permission are applied.
+        self.sequencer = PushSequencer() if policy.push_order == "permission" else None
+        self.parked: dict[tuple[int, int], dict[str, Any]] = {}
         self.stopping = False
         self.closing = threading.Event()
         self._waiters: list[threading.Thread] = []
@@ -189,9 +202,29 @@ class Coordinator:
         tr.reported += 1
         tr.granted_at = None
         self.result.pushes += 1
-        stale = self.shard.wait_push(w, k, self.cfg.timeout_s)
+        if self.sequencer is None or self.stopping:  # stopping: the sequence was flushed
+            self._apply(w, payload)
+            return
+        self.parked[(w, k)] = payload
+        released = self.sequencer.arrive(w, k)
+        if (w, k) not in released:
+            head = self.sequencer.head()
+            self.writer.trace_rows([{"event": "order_wait", "at": self.ctx.now(), "worker": w,
+                                     "iteration": k, "behind": str(head)}])  # fmt: skip
+        self._apply_all(released)
+
+    def _apply_all(self, pushes: list[tuple[int, int]]) -> None:
+        """Apply the parked pushes the sequencer released, in its order."""
+        for w, k in pushes:
+            self._apply(w, self.parked.pop((w, k)))
+
+    def _apply(self, w: int, payload: dict[str, Any]) -> None:
+        """Have worker ``w``'s push applied (or dropped) and hand its report to the policy."""
+        k = int(payload["iteration"])
         if self.policy.admission:  # before on_push: the verdict on the state that report meets
             self._verdict(w, k, self.policy.accepts(w))
+        stale = self.shard.wait_push(w, k, self.cfg.timeout_s)
+        tr = self.tracks[w]
         now = self.ctx.now()
         report = push_report(w, now, payload)
         row = {key: payload[key] for key in payload if key != "iteration"}
@@ -219,6 +252,8 @@ class Coordinator:
                 self._schedule(self.policy.on_worker_lost(p.worker, self.ctx.now()))
                 continue
             heapq.heappush(self.heap, (p.at, next(self._seq), p))
+            if self.sequencer is not None:
+                self.sequencer.permit(p.worker, p.iteration)
 
     def _deliver_due(self, now: float) -> None:
         while self.heap and self.heap[0][0] <= now:
@@ -272,6 +307,8 @@ class Coordinator:
         self.stopping = True
         self.result.stop_reason = reason
         self.heap.clear()
+        if self.sequencer is not None:  # nothing more is permitted: nobody waits any longer
+            self._apply_all(self.sequencer.flush())
         # Stop the lowest live worker first: it is the one asked to evaluate.
         for w, tr in enumerate(self.tracks):
             if tr.lost is None and not tr.stopped:
@@ -294,6 +331,10 @@ class Coordinator:
         self.tracker.drop(w)
         who = self.ctx.describe(P.worker_rank(w, self.cfg.servers))
         print(f"[coordinator] lost {who}: {reason}", flush=True)
+        if self.sequencer is not None:  # the pushes waiting for its push go on
+            if self.parked.pop((w, tr.reported - 1), None) is not None:
+                self._verdict(w, tr.reported - 1, False)  # its own parked push is dropped
+            self._apply_all(self.sequencer.drop(w))
         if self.policy.apply_mode == "barrier" and not self.stopping:
             self._stop("error", f"{who} lost ({reason}); {self.policy.name} cannot continue "
                                 "without it")  # fmt: skip

@@ -24,7 +24,9 @@ by the same verdict (one store key per push, see :func:`~fl_r2sp.cluster.runtime
 verdict_key`), so the shards apply exactly the same set of updates.
 
 Staleness of a push: the number of worker updates applied to this shard between the worker's
-latest pull and the push's arrival (its own not counted). Under BSP it is 0.
+latest pull and the push's arrival (its own not counted), or, for a held push, its
+resolution (the state it is applied to; R²SP's permission order holds pushes for a while).
+Under BSP it is 0.
 """
 
 from __future__ import annotations
@@ -163,21 +165,21 @@ class ShardState(ShardBase):
         self._held: dict[int, tuple[int, torch.Tensor, float]] = {}  # worker -> (k, g, scale)
 
     def push(self, worker: int, iteration: int, batch_size: int, grad: torch.Tensor) -> int:
-        """Take worker ``worker``'s gradient of ``iteration``; return its staleness."""
+        """Take worker ``worker``'s gradient of ``iteration``; return its staleness (of a held
+        push: so far)."""
         scale = batch_size / self.base_batch
         with self._cond:
-            stale = self.applied - self.pull_mark.get(worker, 0)
-            self.max_staleness = max(self.max_staleness, stale)
-            if self.track_staleness:
-                self.staleness[(worker, iteration)] = stale
             self.pushes[worker] += 1
-            if self.admission:
+            if self.admission:  # its staleness is the one it meets when resolved
                 if worker in self._held:
                     before = self._held[worker][0]
                     raise RuntimeError(f"worker {worker} pushed iteration {iteration} before "
                                        f"the verdict on iteration {before}")  # fmt: skip
                 self._held[worker] = (iteration, grad.clone(), scale)
-            elif self.apply_mode == "immediate":
+                self._cond.notify_all()
+                return self.applied - self.pull_mark.get(worker, 0)
+            stale = self._count_staleness(worker, iteration)
+            if self.apply_mode == "immediate":
                 self._step(grad, scale)
                 self.applied += 1
             else:
@@ -201,6 +203,7 @@ class ShardState(ShardBase):
                 raise ValueError(f"no held push of worker {worker} iteration {iteration} "
                                  f"(held: {have})")  # fmt: skip
             del self._held[worker]
+            self._count_staleness(worker, iteration)
             if apply:
                 self._step(held[1], held[2])
                 self.applied += 1
@@ -208,6 +211,15 @@ class ShardState(ShardBase):
                 self.dropped.append((worker, iteration))
             self._cond.notify_all()
             return apply
+
+    def _count_staleness(self, worker: int, iteration: int) -> int:
+        """The updates applied since ``worker``'s latest pull, recorded for ``iteration``'s
+        push (caller holds the lock)."""
+        stale = self.applied - self.pull_mark.get(worker, 0)
+        self.max_staleness = max(self.max_staleness, stale)
+        if self.track_staleness:
+            self.staleness[(worker, iteration)] = stale
+        return stale
 
     def _step(self, grad: torch.Tensor, scale: float) -> None:
         if self.velocity is None:

@@ -5,6 +5,11 @@ Request-to-Proceed (a :class:`PushReport` to the policy, at the instant the last
 the update). Control messages take no time. Permissions with ``at > now`` and the policy's own
 deadlines (:meth:`CoordinatorPolicy.next_deadline`) become timed events.
 
+Permission order (R²SP's ``push_order = "permission"``): a push whose earlier-permitted pushes
+have not all arrived waits (the worker is blocked) until the sequencer of
+:mod:`fl_r2sp.cluster.policies.ps.push_order` releases it; only then is it applied (its
+staleness counted) and its report given to the policy. A lost worker releases the wait.
+
 Tie-break at equal times: flow completions first, then the typed events of
 :mod:`fl_r2sp.cluster.sim.common.events` in their priority order (losses, compute completions,
 permissions, policy timers); simultaneous events of one kind go in worker order. An event type
@@ -20,6 +25,7 @@ import numpy as np
 
 from fl_r2sp.cluster.policies.common.base import Permission, PushReport
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
+from fl_r2sp.cluster.policies.ps.push_order import PushSequencer
 from fl_r2sp.cluster.sim.common.events import (
     ComputeDone,
     Handlers,
@@ -74,6 +80,8 @@ class Twin:
         self.version = 0
         self.now = 0.0
         self.timer_at: float | None = None
+        self.sequencer = PushSequencer() if self.policy.push_order == "permission" else None
+        self.parked: dict[int, float] = {}  # worker -> arrival time of its waiting push
         self.result = TwinResult(spec=spec, trace=self.policy.trace)
         self.handlers: Handlers = {
             WorkerLost: lambda e: self._lose(e.worker),
@@ -131,6 +139,8 @@ class Twin:
     # -- policy plumbing -------------------------------------------------------------------
     def _permit_all(self, perms: list[Permission]) -> None:
         for p in perms:
+            if self.sequencer is not None:
+                self.sequencer.permit(p.worker, p.iteration)
             if p.at > self.now:
                 push(self.queue, p.at, PermitDue(p), p.worker)
             else:
@@ -156,6 +166,9 @@ class Twin:
         st.flows.clear()
         if st.compute_event is not None:
             self.queue.cancel(st.compute_event)
+        if self.sequencer is not None:  # its parked push is dropped; the others go on
+            self.parked.pop(w, None)
+            self._release(self.sequencer.drop(w))
         self._permit_all(self.policy.on_worker_lost(w, self.now))
 
     # -- one iteration -----------------------------------------------------------------------
@@ -214,6 +227,19 @@ class Twin:
         self._start_flows(w, "push")
 
     def _finish(self, w: int, end: float) -> None:
+        """The push of ``w`` has reached every shard at ``end``: apply it, or park it."""
+        if self.sequencer is None:
+            self._apply(w, end)
+            return
+        self.parked[w] = end
+        self._release(self.sequencer.arrive(w, self.workers[w].iteration))
+
+    def _release(self, pushes: list[tuple[int, int]]) -> None:
+        for w, _ in pushes:
+            self._apply(w, self.parked.pop(w))
+
+    def _apply(self, w: int, end: float) -> None:
+        """Apply ``w``'s push that arrived at ``end`` now and report it to the policy."""
         st = self.workers[w]
         accepts = getattr(self.policy, "accepts", None)
         applied = accepts(w) if accepts is not None else True
@@ -237,7 +263,8 @@ class Twin:
         if applied and not barrier:
             self.version += 1
         st.t_request = end
-        report = PushReport(w, st.iteration, end, compute_s, pull_s + push_s, blocking_s, st.batch)
+        report = PushReport(w, st.iteration, self.now, compute_s, pull_s + push_s, blocking_s,
+                            st.batch)  # fmt: skip
         perms = self.policy.on_push(report)
         if barrier and perms:
             self.version += 1  # the averaged update is applied before anyone pulls

@@ -205,3 +205,45 @@ def test_replay_of_the_twins_reports_gives_the_same_decisions():
             for r in sorted(res.rows, key=lambda r: (r["t_end"], r["worker"]))
         ]
         assert replay(p, 3, 100, reports) == res.trace
+
+
+# Worker 0's iteration 1 lasts 10 s while workers 1 and 2 push twice (R²SP, r = 0, N = 3, all
+# start at 0, transfers take no time): permissions (0,0) (1,0) (2,0) at 0, then (0,1) at 1,
+# (1,1) at 2, (2,1) at 3; pushes arrive (0,0) 1, (1,0) 2, (1,1) 2.5, (2,0) 3, (2,1) 3.5, (0,1) 11.
+OVERTAKEN = {0: [1.0, 10.0], 1: [2.0, 0.5], 2: [3.0, 0.5]}
+
+
+def _ordered_twin(order: str, **kw):
+    params = scheme_params("r2sp", gap_factor=0.0, t_seed="start", push_order=order)
+    return simulate(spec(params, 3, model_bytes=0.0, iterations=2, compute_times=OVERTAKEN, **kw))
+
+
+def test_r2sp_pushes_in_arrival_order_exceed_the_staleness_bound():
+    res = _ordered_twin("arrival")
+    applied = [(r["worker"], r["iteration"]) for r in res.rows]
+    assert applied == [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (0, 1)]
+    # Worker 0 pulled after (0,0) and meets (1,0), (1,1), (2,0), (2,1): 4 > N - 1 = 2.
+    assert rows_of(res, 0)[1]["staleness"] == 4
+
+
+def test_r2sp_pushes_in_permission_order_keep_staleness_within_n_minus_1():
+    res = _ordered_twin("permission")
+    applied = [(r["worker"], r["iteration"]) for r in res.rows]
+    assert applied == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]  # permission order
+    by_push = {(r["worker"], r["iteration"]): r["staleness"] for r in res.rows}
+    # (0,1) pulled at version 1, meets (1,0) (2,0); (1,1) pulled at 2, meets (2,0) (0,1);
+    # (2,1) pulled at 3, meets (0,1) (1,1).
+    assert by_push == {(0, 0): 0, (1, 0): 1, (2, 0): 2, (0, 1): 2, (1, 1): 2, (2, 1): 2}
+    # The waiting pushes' workers waited for worker 0's turn anyway: blocking is unchanged.
+    blocking = {(r["worker"], r["iteration"]): r["blocking_s"] for r in res.rows}
+    assert blocking == {(r["worker"], r["iteration"]): r["blocking_s"]
+                        for r in _ordered_twin("arrival").rows}  # fmt: skip
+    assert blocking[(1, 1)] == blocking[(2, 1)] == 0.0 and res.end_time == 11.0
+
+
+def test_r2sp_permission_order_a_lost_worker_releases_the_waiting_pushes():
+    res = _ordered_twin("permission", lost_at={0: 5.0})
+    applied = [(r["worker"], r["iteration"]) for r in res.rows]
+    assert applied == [(0, 0), (1, 0), (2, 0), (1, 1), (2, 1)]  # released at 5, in order
+    assert res.completed == {0: 1, 1: 2, 2: 2}
+    assert res.end_time == 5.0
