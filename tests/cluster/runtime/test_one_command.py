@@ -112,11 +112,18 @@ KILLS = [
 ]  # fmt: skip
 
 
+#: Cases over a minute on the loaded 2-core machine (gossip: 73 s, two boundaries).
+SLOW = {"gossip"}
+
+
 @pytest.mark.parametrize(
     ("scheme", "flags", "status"),
-    KILLS,
-    ids=[k[0] + "-permission" * ("permission" in k[1]) for k in KILLS],
-)
+    [
+        pytest.param(scheme, flags, status, id=scheme + "-permission" * ("permission" in flags),
+                     marks=[pytest.mark.slow] if scheme in SLOW else [])
+        for scheme, flags, status in KILLS
+    ],
+)  # fmt: skip
 def test_a_killed_worker_ends_the_run_by_the_schemes_rule(
     tmp_path: Path, scheme: str, flags: list[str], status: int
 ) -> None:

@@ -201,8 +201,8 @@ def test_runtime_and_twin_issue_the_same_permissions(
     assert [(w, k) for w, k, _ in got] == [(w, k) for w, k, _ in want]
     exact = _measured_tuning(run_dir, params.tuning_warmup)
     for (w, k, b), (_, _, b_twin) in zip(got, want, strict=True):
-        if k <= params.tuning_warmup:
-            assert b == b_twin == BATCH, (w, k, b, b_twin)
+        if b_twin == BATCH:  # issued before the tuning (or the slowest worker's own size)
+            assert b == BATCH, (w, k, b, b_twin)
             continue
         assert b == max(1, math.floor(exact[w] + 0.5)), (w, k, b, exact)
         scripted = BATCH * times[-1] / times[w]
