@@ -170,20 +170,31 @@ def test_ctrl_c_stops_every_rank_and_keeps_the_rows(tmp_path: Path) -> None:
     assert all(_gone(r["pid"]) for r in ranks)
 
 
-def test_a_lost_rank_0_ends_the_run_naming_it(tmp_path: Path) -> None:
-    proc = _start(tmp_path, "asp", "--workers", "2", "--servers", "1", "--iterations", "400",
-                  "--delays", "0.1,0.1")  # fmt: skip
+#: scheme, its flags (2 workers), the name of rank 0, the CSV files rank 0 streams
+RANK0 = [
+    ("asp", ["--servers", "1", "--delays", "0.1,0.1"], "parameter server 0",
+     ("ps_updates.csv", "permissions.csv")),
+    ("partial", ["--delays", "0.1,0.1", "--ready-timeout", "10"], "worker 0",
+     ("permissions.csv",)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("scheme", "flags", "name", "streamed"), RANK0, ids=["asp", "partial"])
+def test_a_lost_rank_0_ends_the_run_naming_it(
+    tmp_path: Path, scheme: str, flags: list[str], name: str, streamed: tuple[str, ...]
+) -> None:
+    proc = _start(tmp_path, scheme, "--workers", "2", "--iterations", "400", *flags)
     run_dir, ranks = _until("run.json names the ranks", proc, lambda: _roster(tmp_path))
     _until("two iterations of worker 0", proc, lambda: _iterations(run_dir, 2)[0] >= 2)
     os.kill(ranks[0]["pid"], signal.SIGKILL)
     _, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 1
-    assert "parameter server 0 (rank 0) was killed by signal 9" in err
+    assert f"{name} (rank 0) was killed by signal 9" in err
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "failed" and "rank 0" in summary["reason"]
     assert not (run_dir / "COMPLETE").exists()  # rank 0 never wrote its files at the end...
-    for name in ("ps_updates.csv", "permissions.csv"):  # ...but they grew while it ran
-        assert read_rows(run_dir / name), name
+    for csv_name in streamed:  # ...but they grew while it ran
+        assert read_rows(run_dir / csv_name), csv_name
     _until("every rank gone", proc, lambda: all(_gone(r["pid"]) for r in ranks))
 
 
