@@ -1,14 +1,16 @@
 """R²SP's permission order of pushes on the real runtime (scripted compute, one PS, 3 workers).
 
-The script is the twin's hand-computed case (``tests/cluster/sim/ps/test_engine.py``,
-``OVERTAKEN``) at 0.3x: r = 0, every worker starts at once; worker 0's iteration 1 lasts 3 s
-while workers 1 and 2 push twice, 0.15 s or more apart (the runtime's few milliseconds of
-communication cannot reorder them). Permissions (0,0) (1,0) (2,0), (0,1) (1,1) (2,1).
-In arrival order worker 0's push of iteration 1 meets 4 updates (> N − 1 = 2); in permission
-order the pushes of workers 1 and 2 wait (``order_wait``: (1,1) arrives even before (2,0)), are
-applied after worker 0's, and no staleness exceeds 2. The release by a lost worker is covered
-by the twin's and the sequencer's tests and by the CLI kill test of ``r2sp`` in permission
-order.
+The twin's hand-computed case (``tests/cluster/sim/ps/test_engine.py``, ``OVERTAKEN``) with
+times that keep every two arrivals of different workers 0.3 s or more apart (the runtime's
+communication and scheduling add a few milliseconds, under load tens, which must not reorder
+them): r = 0, every worker starts at once; worker 0 computes 0.3 s then 3 s, worker 1 0.6 s
+then 0.1 s, worker 2 1.2 s then 0.1 s. Permissions (0,0) (1,0) (2,0) at 0, (0,1) at 0.3,
+(1,1) at 0.6, (2,1) at 1.2; pushes arrive (0,0) 0.3, (1,0) 0.6, (1,1) 0.7, (2,0) 1.2, (2,1)
+1.3, (0,1) 3.3. In arrival order worker 0's push of iteration 1 meets 4 updates (> N − 1 =
+2); in permission order (1,1) waits behind (2,0) and then with (2,1) behind (0,1)
+(``order_wait``), both are applied after worker 0's, and no staleness exceeds 2. The release
+by a lost worker is covered by the twin's and the sequencer's tests and by the CLI kill test
+of ``r2sp`` in permission order.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.schemes import scheme_params
 
-SCRIPT = ((0.3, 3.0), (0.6, 0.15), (0.9, 0.15))
+SCRIPT = ((0.3, 3.0), (0.6, 0.1), (1.2, 0.1))
 
 
 def _run(tmp: Path, order: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -58,5 +60,4 @@ def test_r2sp_pushes_are_applied_in_the_chosen_order(tmp_path: Path, order: str)
     else:
         assert _pushes(rows) == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
         assert staleness == {(0, 0): 0, (1, 0): 1, (2, 0): 2, (0, 1): 2, (1, 1): 2, (2, 1): 2}
-        # (1,1) arrives before (2,0), so it first waits behind that one.
         assert waits == [(1, 1, "(2, 0)"), (2, 1, "(0, 1)")]
