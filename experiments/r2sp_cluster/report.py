@@ -150,7 +150,11 @@ def _compute_note(tuned: Mapping[str, str], untuned: Mapping[str, str]) -> str:
         "per-sample cost × batch × its multiplier, served by sleeping, so tuned batches no "
         "longer take real CPU from the other workers; the real pass outlasted the emulated "
         f"time (and set the iteration) in {num(tuned.get('overrun_share'))} of the tuned "
-        f"iterations and {num(untuned.get('overrun_share'))} of the untuned ones."
+        f"iterations and {num(untuned.get('overrun_share'))} of the untuned ones. Each run "
+        "measures its workers' per-sample costs at its start, on this shared machine, so the "
+        "emulated devices' speeds differ between runs and between the workers of a run; the "
+        "time ratio, paired by seed over the seeds where both arms reached the target, carries "
+        "that noise."
     )
 
 
