@@ -64,12 +64,14 @@ def _normalised(source: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def code_version(root: Path = _ENGINE) -> str:
-    """10-hex version of the engine sources under ``root`` (default: the ``fl_r2sp`` package)."""
+def code_version(root: Path = _ENGINE, skip: tuple[str, ...] = _SKIP) -> str:
+    """10-hex version of the engine sources under ``root`` (default: the ``fl_r2sp`` package),
+    leaving out its top-level folders ``skip`` (default: ``cluster``, which the FL runs never
+    import; the cluster items pass ``()``)."""
     h = hashlib.sha256(f"schema {RUN_SCHEMA}\n".encode())
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
-        if rel.parts[0] in _SKIP:
+        if rel.parts[0] in skip:
             continue
         h.update(f"{rel.as_posix()}\n".encode())
         h.update(_normalised(path.read_text()).encode())
@@ -111,10 +113,11 @@ def older_run(
     return max(found)[1] if found else None
 
 
-@lru_cache(maxsize=1)
-def git_state() -> tuple[str | None, bool | None]:
-    """(HEAD commit, whether ``fl_r2sp/`` differs from it) of the engine's checkout.
+@lru_cache(maxsize=2)
+def git_state(paths: tuple[str, ...] = ("fl_r2sp",)) -> tuple[str | None, bool | None]:
+    """(HEAD commit, whether ``paths`` differ from it) of the engine's checkout.
 
+    ``paths`` are relative to the checkout's root (default: ``fl_r2sp``, the engine).
     ``(None, None)`` outside a git checkout or without git; a hint for readers (which commit
     a code version was), never part of a key.
     """
@@ -129,7 +132,7 @@ def git_state() -> tuple[str | None, bool | None]:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "fl_r2sp"],
+            ["git", "status", "--porcelain", "--", *paths],
             cwd=root,
             capture_output=True,
             text=True,

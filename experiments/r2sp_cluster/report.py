@@ -11,9 +11,9 @@ Two sources, both committed so the report regenerates without rerunning anything
 
 Every number in the section comes from those files (the paper's numbers are columns of the
 summaries); the verdicts of the columns in :data:`REJUDGED` are computed here by the report's
-rules (:mod:`experiments.common.verdicts`), not read from the files, which were judged by an
-older, narrower band. No string literal here holds a figure (a test checks it, as for
-:mod:`experiments.flr2sp.report.method`).
+rules (:func:`experiments.r2sp_cluster.twin.setting.judge`), not read from the files (older
+published files were judged by a narrower band). No string literal here holds a figure (a test
+checks it, as for :mod:`experiments.flr2sp.report.method`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.common import verdicts
+from experiments.common import provenance, verdicts
 from experiments.common.markdown_cells import md_table, num, read_csv, tally
-from experiments.r2sp_cluster.twin.setting import SEEDS
+from experiments.r2sp_cluster.twin.setting import SEEDS, judge
 
 TWIN = {
     "fig8": "mean iteration time normalised by BSP (hardware efficiency)",
@@ -77,14 +77,6 @@ def _float(value: str | None) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _judged(ours: float | None, paper: float, reading: str, seeds: int | None) -> str:
-    if reading == "value":
-        return "n/a" if ours is None else verdicts.plain(verdicts.label(ours / paper, seeds=seeds))
-    if reading == "norm":
-        ours, paper = verdicts.reduction_of_norm(ours), 1 - paper
-    return verdicts.plain(verdicts.reduction_label(ours, paper, seeds=seeds))
-
-
 def rejudge(
     rows: Sequence[Mapping[str, str]], folder: str, item: str, seeds: int | None
 ) -> list[dict[str, str]]:
@@ -96,7 +88,7 @@ def rejudge(
         for col, ours, ref, reading in REJUDGED.get((folder, item), ()):
             paper = _float(row.get(ref))
             if col in row and paper:
-                new[col] = _judged(_float(row.get(ours)), paper, reading, seeds)
+                new[col] = judge(_float(row.get(ours)), paper, reading, seeds)
         out.append(new)
     return out
 
@@ -126,8 +118,8 @@ def _ratio(a: Any, b: Any) -> float | None:
         return None
 
 
-def _setup(cfg: Mapping[str, Any]) -> str:
-    """One line of a real item's setup, from its stored configuration."""
+def _setup(cfg: Mapping[str, Any], t_seed: str | None) -> str:
+    """One line of a real item's setup, from its stored configuration and R²SP's T seeding."""
     bw = cfg.get("server_bandwidth_mb_s") or 0
     link = f"PS ingress and egress each capped at {bw:g} MB/s" if bw else "PS links unthrottled"
     extra = ""
@@ -135,6 +127,9 @@ def _setup(cfg: Mapping[str, Any]) -> str:
         extra += f", compute multipliers {', '.join(f'{m:g}' for m in cfg['compute_multipliers'])}"
     if cfg.get("iteration_delays"):
         extra += f", injected delays {', '.join(f'{d:g}' for d in cfg['iteration_delays'])} s"
+    extra += f", compute model {cfg.get('compute_model', 'real')}"
+    if t_seed:
+        extra += f", R²SP's T seeded by `{t_seed}`"
     return (
         f"{cfg['model']} on {cfg['dataset']}, {cfg['workers']} workers, {cfg['servers']} PS, "
         f"{link}, batch {cfg['batch_size']}, lr {cfg['lr']:g}, at most "
@@ -143,8 +138,28 @@ def _setup(cfg: Mapping[str, Any]) -> str:
     )
 
 
-def _real_reading(item: str, rows: Sequence[Mapping[str, str]]) -> str:
-    """The computed one-paragraph reading of a real item's summary."""
+def _compute_note(tuned: Mapping[str, str], untuned: Mapping[str, str]) -> str:
+    """What the compute model means for tuning, with the emulation's overrun shares."""
+    if _float(tuned.get("overrun_share")) is None:
+        return (
+            "Real compute: the tuned batches take real CPU from every worker sharing this "
+            "machine's cores, against the paper's premise of dedicated devices."
+        )
+    return (
+        "Compute is emulated (dedicated devices): a worker's compute lasts its measured "
+        "per-sample cost × batch × its multiplier, served by sleeping, so tuned batches no "
+        "longer take real CPU from the other workers; the real pass outlasted the emulated "
+        f"time (and set the iteration) in {num(tuned.get('overrun_share'))} of the tuned "
+        f"iterations and {num(untuned.get('overrun_share'))} of the untuned ones. Each run "
+        "measures its workers' per-sample costs at its start, on this shared machine, so the "
+        "emulated devices' speeds differ between runs and between the workers of a run; the "
+        "time ratio, paired by seed over the seeds where both arms reached the target, carries "
+        "that noise."
+    )
+
+
+def _real_reading(item: str, rows: Sequence[Mapping[str, str]], workers: int) -> str:
+    """The computed one-paragraph reading of a real item's summary (``workers`` workers)."""
     by = {r.get("scheme", r.get("tuning", "")): r for r in rows}
     key = {"fig8": "r2sp", "fig11": "idle", "fig14": "r2sp+tuning"}.get(item, "")
     if key not in by:
@@ -160,7 +175,10 @@ def _real_reading(item: str, rows: Sequence[Mapping[str, str]]) -> str:
             f"{n('paper_hardware_norm')}: {r.get('verdict_hardware')}); its iterations to the "
             f"target {n('statistical_norm')} of BSP's; its time to the target "
             f"{n('overall_norm')} of BSP's (paper {n('paper_overall_norm')}: "
-            f"{r.get('verdict_overall')})."
+            f"{r.get('verdict_overall')}). Per iteration R²SP waited {n('blocking_s', 3)} s "
+            f"for its permission against {n('active_s', 3)} s of pull, compute and push; its "
+            f"pushes' staleness (staleness:pushes over all seeds) was {r.get('staleness')}, "
+            f"against the paper's bound of one less than the workers ({workers - 1})."
         )
     if item == "fig11":
         none = by.get("none", {})
@@ -170,13 +188,9 @@ def _real_reading(item: str, rows: Sequence[Mapping[str, str]]) -> str:
             f"seeds against {none.get('reached')} without, and the time to it is "
             f"{n('time_ratio')} of the untuned time (paper {n('paper_time_ratio')}: "
             f"{r.get('verdict_time')}); final mean loss {n('final_loss')} against "
-            f"{num(none.get('final_loss'))} without tuning. The workers share this machine's "
-            "cores: the compute multipliers emulate slower machines by sleeping, but the tuned "
-            "batches take real CPU from every worker, so a tuned iteration took "
+            f"{num(none.get('final_loss'))} without tuning. A tuned iteration took "
             f"{num(_ratio(r.get('iteration_s'), none.get('iteration_s')))} times as long as "
-            "an untuned one, against the paper's premise of dedicated devices; and the linear "
-            "learning-rate scaling of the much larger batches made the loss spike before it "
-            "settled (figure)."
+            f"an untuned one. {_compute_note(r, none)}"
         )
     return (
         f"R²SP with tuning: iteration time {n('iteration_norm')} of BSP's, iterations to the "
@@ -203,6 +217,22 @@ def _twin_lines(root: Path) -> list[str]:
     return lines
 
 
+def _not_run(d: Path, command: str) -> str | None:
+    """Why a published real item counts as not run (no provenance, or runs made by a checkout
+    with uncommitted edits of the code they ran), or None when every run is committed code's."""
+    path = d / "provenance.json"
+    if not path.exists():
+        return f"Not run (its published record has no `provenance.json`): {command}."
+    prov = json.loads(path.read_text())
+    dirty = provenance.uncommitted(prov)
+    if dirty:
+        return (
+            f"Not run from committed code ({len(dirty)} of its {len(prov.get('runs', []))} runs "
+            f"were made by uncommitted edits or outside a git checkout): {command}."
+        )
+    return None
+
+
 def _real_lines(root: Path) -> list[str]:
     lines = [
         "### Small real runs on CPU (statistical and overall efficiency)",
@@ -212,7 +242,10 @@ def _real_lines(root: Path) -> list[str]:
         "iteration they take one step per worker (larger ones with tuning's linear scaling). "
         "Iterations and time to the target follow the runtime's convergence rule (the mean of "
         "the workers' latest batch losses below the target for the stated window), replayed on "
-        "each run's pushes; *reached* counts the seeds that met it within the iteration cap.",
+        "each run's pushes; *reached* counts the seeds that met it within the iteration cap. "
+        "Each item states its seeds, the command that ran them and the commit of its runs "
+        "(`provenance.json` beside its published summary); an item with a run made by "
+        "uncommitted edits of the code it ran, or without that record, shows as not run.",
         "",
     ]
     for item, what in REAL.items():
@@ -222,14 +255,26 @@ def _real_lines(root: Path) -> list[str]:
         if not rows or not (d / "summary.json").exists():
             lines += [f"Not run (no `cluster_real/{item}/summary.csv`).", ""]
             continue
+        command = f"`python -m experiments.r2sp_cluster.real.{item}`"
+        gate = _not_run(d, command)
+        if gate:
+            lines += [gate, ""]
+            continue
         summary = json.loads((d / "summary.json").read_text())
         rows = rejudge(rows, "cluster_real", item, len(summary["seeds"]))
         seeds = ", ".join(str(s) for s in summary["seeds"])
-        lines += [f"Setup: {_setup(summary['config'])}; seeds {seeds}.", ""]
+        prov = json.loads((d / "provenance.json").read_text())
+        lines += [
+            f"Setup: {_setup(summary['config'], summary.get('t_seed'))}.",
+            "",
+            f"Seeds {seeds} ({len(summary['seeds'])} seeds), by {command}. "
+            + provenance.summarise(prov),
+            "",
+        ]
         lines += [*md_table(rows), ""]
         claims = read_csv(d / "claims.csv")
         lines += [f"- {c['claim']}: **{c['verdict']}**" for c in claims] + ([""] if claims else [])
-        reading = _real_reading(item, rows)
+        reading = _real_reading(item, rows, int(summary["config"]["workers"]))
         lines += ([reading, ""] if reading else []) + [f"Verdicts: {tally(rows + claims)}.", ""]
         if (d / f"{item}.png").exists():
             lines += [f"![real {item}](report/cluster_real/{item}/{item}.png)", ""]

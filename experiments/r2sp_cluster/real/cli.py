@@ -35,11 +35,11 @@ def main(
     module, doc
         Usage line and description of ``--help``.
     argv
-        Command-line arguments, default ``None`` (``sys.argv``): ``--seeds`` (default ``0,1``),
+        Command-line arguments, default ``None`` (``sys.argv``): ``--seeds`` (default ``0,1,2``),
         ``--out``, ``--publish``, ``--fresh``, and ``--only`` for several items.
     """
     parser = item_parser(module, doc, items)
-    parser.add_argument("--seeds", default="0,1", help="comma-separated seeds [0,1]")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds [0,1,2]")
     parser.add_argument("--fresh", action="store_true", help="rerun cached runs")
     ns = parser.parse_args(argv)
     only = chosen_items(parser, ns, items)

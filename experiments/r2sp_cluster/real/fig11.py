@@ -3,6 +3,9 @@
 ResNet-32 / CIFAR-10 (first 10,000 training images, batch 16), 4 workers with the compute
 multipliers of cluster B's speeds (g2.2x, p2.x, g3.4x, g3.4x: 2.14, 1.46, 1, 1), 1 PS
 unthrottled; target loss 2.2; the idle rule (:func:`fl_r2sp.cluster.policies.idle_rule`) tunes.
+At most 80 iterations per worker: with 40, neither arm held the target in any of 3 seeds (final
+mean losses 2.19 and 2.20 against 2.2), so the item could not say whether tuning shortens the
+time to it.
 Emulated dedicated devices (``compute_model="emulated"``): a worker's compute lasts its measured
 per-sample cost × batch × multiplier, so a tuned batch does not slow the other workers by
 taking this shared machine's cores (the paper's workers are separate machines).
@@ -23,8 +26,8 @@ from experiments.r2sp_cluster.real.runs import (
     mean,
     means,
     multipliers,
+    norm_verdict,
     paired,
-    verdict_of,
     write_records,
 )
 from experiments.r2sp_cluster.twin.setting import claim
@@ -34,9 +37,10 @@ from fl_r2sp.cluster.schemes import scheme_params
 
 def fig11_config(tuning: str, seed: int) -> ClusterConfig:
     """Fig. 11's R²SP run with ``tuning``: ResNet-32 / CIFAR-10 on cluster-B multipliers."""
+    params = scheme_params("r2sp", tuning=tuning, t_seed="probe")
     return config(
-        workers=4, servers=1, scheme=scheme_params("r2sp", tuning=tuning), model="resnet32",
-        dataset="cifar10", max_train=10_000, batch_size=16, lr=0.05, max_iterations=40,
+        workers=4, servers=1, scheme=params, model="resnet32", dataset="cifar10",
+        max_train=10_000, batch_size=16, lr=0.05, max_iterations=80,
         loss_threshold=2.2, compute_multipliers=multipliers(("g2.2x", "p2.x", "g3.4x", "g3.4x")),
         compute_model="emulated", seed=seed,
         timeout_s=240.0, run_timeout_s=360.0,  # loading CIFAR-10 takes a while
@@ -54,8 +58,10 @@ def fig11(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
         row["mean_batch"] = mean([recs[(lab, s)]["mean_batch"] for s in seeds])
         table.append(row)
     tuned = table[1]
-    tuned.update(paper_time_ratio=FIG11_TIME_RATIO,
-                 verdict_time=verdict_of(tuned["time_ratio"], FIG11_TIME_RATIO, 1.0))  # fmt: skip
+    tuned.update(
+        paper_time_ratio=FIG11_TIME_RATIO,
+        verdict_time=norm_verdict(tuned["time_ratio"], FIG11_TIME_RATIO, seeds),
+    )
     plot_fig11(out / "fig11" / "fig11.png", recs, seeds)
     times = [(recs[("idle", s)]["time_to_target_s"], recs[("none", s)]["time_to_target_s"])
              for s in seeds]  # fmt: skip

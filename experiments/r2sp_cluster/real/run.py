@@ -16,12 +16,15 @@ paper's sizes for hardware efficiency only); the setup and the verdict rule are 
 * ``fig14``: BSP, SAFA and R²SP + tuning on the small transformer (copy task), 4 workers with
   injected delays 0.5, 0.5, 1, 1 s per iteration, 1 PS unthrottled; target loss 2.1.
 
+Every item emulates dedicated devices (``compute_model="emulated"``,
+:mod:`fl_r2sp.cluster.runtime.ps.compute_model`) and seeds R²SP's T by one uncontended probe.
+
 Learning rates: the same for every scheme of an item. BSP applies the mean of the N gradients
 of an iteration, the other schemes each push at once, so per iteration they take N steps of
 that size (more with tuning's linear scaling); the rates are the largest that kept every
 scheme finite in trial runs (lr 0.1 made SAFA and R²SP + tuning diverge on the transformer).
 
-    python -m experiments.r2sp_cluster.real.run              # all, 2 seeds, ~20 min on 2 cores
+    python -m experiments.r2sp_cluster.real.run              # all, 3 seeds
     python -m experiments.r2sp_cluster.real.run --only fig14 --seeds 0
     python -m experiments.r2sp_cluster.real.run --publish experiments/report/cluster_real
 

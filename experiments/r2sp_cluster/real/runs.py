@@ -14,13 +14,24 @@ Measures of one run (computed from its ``workers.csv``, :func:`analyse`):
   their push times (:class:`~fl_r2sp.cluster.runtime.common.convergence.ConvergenceTracker`: the
   mean of the live workers' latest batch losses below the target for 10 iterations' worth of
   pushes); the pushes up to that point divided by N, and the samples they used;
-* **time to target**: the push time of that point, from the first iteration's start.
+* **time to target**: the push time of that point, from the first iteration's start;
+* **blocking_s / active_s**: mean permission wait and mean pull + compute + push of the rows
+  with iteration >= 1; **staleness**: how many pushes had each staleness (updates other workers
+  applied between the pull and the push); **overrun_share**: under the emulated compute model,
+  the share of iterations whose real pass outlasted the emulated device's time (those took the
+  real time, so the machine's load reached them).
 
 A run that never meets the rule within its iteration cap has no iterations/time to target
-(shown as n/a). Verdict rule (the twin's, :func:`experiments.r2sp_cluster.twin.setting.verdict`): a
-number the paper prints is "reproduced" when ours/paper lies in [0.8, 1.25], "same direction"
-when both lie on the same side of the stated baseline (1 = BSP, or no tuning), else "differs";
-claims without numbers are "holds" / "does not hold".
+(shown as n/a). Verdict rule: the report's (:func:`experiments.r2sp_cluster.twin.setting.judge`);
+a time normalised by its baseline (BSP, no tuning, the second-best scheme) is read as the
+reduction one minus it: "reproduced" with the paper's sign and ours/paper's in [2/3, 3/2],
+"same direction" with the sign outside the band, else "not reproduced"; claims without numbers
+are "holds" / "does not hold".
+
+Provenance: a run's record holds the git commit of the checkout, whether the code it runs
+(:data:`CODE_PATHS`) had uncommitted edits, and the code version of ``fl_r2sp`` (cluster mode
+included; part of the cache key, so a run of other code is never reused); each item writes
+them, run by run, to ``provenance.json`` beside its summary, which the report reads.
 
 The machine is a shared 2-core VM that other jobs load heavily: every time here is the wall
 time of CPU-contended processes and varies from run to run by tens of percent.
@@ -33,13 +44,15 @@ import json
 import math
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from experiments.common import provenance
 from experiments.common.run_cache import write_csv, write_json
-from experiments.r2sp_cluster.twin.setting import verdict
+from experiments.r2sp_cluster.twin.setting import judge
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
 from fl_r2sp.cluster.telemetry import read_rows
@@ -58,7 +71,14 @@ SPEEDS = {"g2.2x": 429.0, "p2.x": 628.0, "g3.4x": 917.0}
 #: has 4 more workers without delay; 4 workers keep the CPU runs short).
 FIG14_DELAYS = (0.5, 0.5, 1.0, 1.0)
 #: Bump when the cached record's layout or the analysis changes.
-RECORD_SCHEMA = 1
+RECORD_SCHEMA = 2
+#: The code a real run executes (checkout-relative): uncommitted edits here make a run dirty.
+CODE_PATHS = ("fl_r2sp", "experiments/common", "experiments/r2sp_cluster")
+
+
+def cluster_code() -> str:
+    """Code version of the whole engine, cluster mode included."""
+    return provenance.code_version(skip=())
 
 
 def multipliers(types: Sequence[str]) -> tuple[float, ...]:
@@ -68,10 +88,12 @@ def multipliers(types: Sequence[str]) -> tuple[float, ...]:
 
 
 def run_key(cfg: ClusterConfig) -> str:
-    """12-hex key of a run's configuration (its run folder excluded)."""
+    """12-hex key of a run's configuration (its run folder excluded) and the code running it."""
     d = cfg.to_dict()
     d.pop("run_dir", None)
-    blob = json.dumps({"schema": RECORD_SCHEMA, "cfg": d}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {"schema": RECORD_SCHEMA, "code": cluster_code(), "cfg": d}, sort_keys=True, default=str
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -94,8 +116,12 @@ def cached_run(out: Path, label: str, cfg: ClusterConfig, fresh: bool = False) -
     if summary is None:
         raise RuntimeError(f"{label}: rank 0 did not finish (exit codes {run.exitcodes})")
     rows = read_rows(Path(summary["run_dir"]) / "workers.csv")
+    commit, dirty = provenance.git_state(CODE_PATHS)
     record = {
         "label": label, "config": cfg.to_dict(), "summary": summary, "wall_s": run.wall_s,
+        "code_version": cluster_code(), "git_commit": commit, "git_dirty": dirty,
+        "computed_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "load_avg": os.getloadavg()[0],
         **analyse(rows, cfg.workers, cfg.loss_threshold, cfg.convergence_window),
     }  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,8 +152,10 @@ def analyse(
         if met and hit is None:
             hit = i
     samples = [int(r["batch_size"]) for r in done]
+    steady = [r for r in done if int(r["iteration"]) >= 1]
     return {
         "iteration_s": sum(spans) / len(spans) if spans else math.nan,
+        **_split(steady),
         "iterations_to_target": None if hit is None else (hit + 1) / workers,
         "samples_to_target": None if hit is None else sum(samples[: hit + 1]),
         "time_to_target_s": None if hit is None else float(done[hit]["t_end"]) - t0,
@@ -135,6 +163,23 @@ def analyse(
         "final_mean_loss": tracker.mean_loss(),
         "curve": curve[:: max(1, len(curve) // 200)],
         "mean_batch": sum(samples) / len(samples),
+    }
+
+
+def _split(rows: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    """Blocking against active time, the staleness counts and the overrun share of ``rows``."""
+    n = max(1, len(rows))
+    stale: dict[str, int] = {}
+    for r in rows:
+        if r.get("staleness") not in (None, ""):
+            k = str(int(float(r["staleness"])))
+            stale[k] = stale.get(k, 0) + 1
+    over = [r["overrun"] == "True" for r in rows if r.get("overrun") not in (None, "")]
+    return {
+        "blocking_s": sum(float(r["blocking_s"]) for r in rows) / n,
+        "active_s": sum(float(r[k]) for r in rows for k in ("pull_s", "compute_s", "push_s")) / n,
+        "staleness": dict(sorted(stale.items(), key=lambda kv: int(kv[0]))),
+        "overrun_share": sum(over) / len(over) if over else None,
     }
 
 
@@ -165,8 +210,9 @@ def write_item(
     claims: Mapping[str, str],
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write an item's ``runs.csv``, ``summary.csv``, ``claims.csv`` and ``summary.json`` to
-    ``d``, print its table rows and claims, and return the summary.
+    """Write an item's ``runs.csv``, ``summary.csv``, ``claims.csv``, ``provenance.json``
+    (:func:`provenance_of`) and ``summary.json`` to ``d``, print its table rows and claims, and
+    return the summary.
 
     The summary holds ``item``, ``seeds``, ``table``, ``claims``, then ``extra``'s entries
     (default None: none), then ``config``: the first run's configuration without its scheme
@@ -175,6 +221,7 @@ def write_item(
     write_csv(d / "runs.csv", runs)
     write_csv(d / "summary.csv", table)
     write_csv(d / "claims.csv", [{"claim": k, "verdict": v} for k, v in claims.items()])
+    write_json(d / "provenance.json", provenance_of(recs))
     any_cfg = next(iter(recs.values()))["config"]
     summary = {
         "item": item,
@@ -193,6 +240,21 @@ def write_item(
     return summary
 
 
+def provenance_of(recs: Mapping[Any, Mapping[str, Any]]) -> dict[str, Any]:
+    """An item's provenance in the layout the report reads (``uncommitted`` and ``summarise``
+    of :mod:`experiments.common.provenance`): the current code version and, run by run, its
+    label, seed, code version, git commit, whether that code had uncommitted edits, when it ran,
+    how long it took and the load then (records cached before provenance was kept have no
+    commit: they count as uncommitted)."""
+    keep = ("code_version", "git_commit", "git_dirty", "computed_at", "wall_s", "load_avg")
+    runs = [
+        {"label": rec["label"], "seed": rec["config"]["seed"],
+         **{k: rec.get(k, provenance.UNVERSIONED if k == "code_version" else None) for k in keep}}
+        for rec in sorted(recs.values(), key=lambda r: str(r["label"]))
+    ]  # fmt: skip
+    return {"code_version": cluster_code(), "schema": RECORD_SCHEMA, "runs": runs}
+
+
 def publish(out: Path, dest: Path, items: Sequence[str]) -> None:
     """Copy every item's ``summary.csv``, ``runs.csv`` and figures from ``out`` to ``dest``."""
     for item in items:
@@ -206,7 +268,8 @@ def publish(out: Path, dest: Path, items: Sequence[str]) -> None:
 Records = dict[tuple[str, int], dict[str, Any]]
 
 
-METRICS = ("iteration_s", "iterations_to_target", "samples_to_target", "time_to_target_s")
+METRICS = ("iteration_s", "iterations_to_target", "samples_to_target", "time_to_target_s",
+           "blocking_s", "active_s")  # fmt: skip
 
 
 def config(**kw: Any) -> ClusterConfig:
@@ -228,7 +291,8 @@ def run_rows(recs: Records) -> list[dict[str, Any]]:
     return [
         {"label": lab, "seed": seed, **{m: r[m] for m in METRICS}, "pushes": r["pushes"],
          "mean_batch": r["mean_batch"], "final_mean_loss": r["final_mean_loss"],
-         "status": r["summary"]["status"], "wall_s": r["wall_s"]}
+         "staleness": staleness_text(r["staleness"]), "overrun_share": r["overrun_share"],
+         "status": r["summary"]["status"], "wall_s": r["wall_s"], "load_avg": r["load_avg"]}
         for (lab, seed), r in sorted(recs.items(), key=lambda kv: (kv[0][1], kv[0][0]))
     ]  # fmt: skip
 
@@ -243,14 +307,33 @@ def means(recs: Records, lab: str, seeds: Sequence[int]) -> dict[str, Any]:
     row["reached"] = f"{sum(recs[(lab, s)]['time_to_target_s'] is not None for s in seeds)}" \
                      f"/{len(seeds)}"  # fmt: skip
     row["final_loss"] = mean([recs[(lab, s)]["final_mean_loss"] for s in seeds])
+    row["overrun_share"] = mean([recs[(lab, s)]["overrun_share"] for s in seeds])
+    row["staleness"] = staleness_text(pooled_staleness(recs, lab, seeds))
     return row
 
 
-def verdict_of(ours: float | None, paper: float, baseline: float) -> str:
-    return verdict(float("nan") if ours is None else ours, paper, baseline)
+def staleness_text(counts: Mapping[str, int]) -> str:
+    """Staleness counts as ``"0:3 1:10 2:80"`` (staleness:pushes, ascending)."""
+    return " ".join(f"{k}:{v}" for k, v in sorted(counts.items(), key=lambda kv: int(kv[0])))
+
+
+def pooled_staleness(recs: Records, lab: str, seeds: Sequence[int]) -> dict[str, int]:
+    """The staleness counts of ``lab``'s runs over ``seeds``, added up."""
+    total: dict[str, int] = {}
+    for s in seeds:
+        for k, v in recs[(lab, s)]["staleness"].items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def norm_verdict(ours: float | None, paper: float, seeds: Sequence[int]) -> str:
+    """Verdict of a time normalised by its baseline against the paper's (read as reductions)."""
+    return judge(ours, paper, "norm", len(seeds))
 
 
 def write_records(out: Path, item: str, recs: Records, table: list[dict[str, Any]],
            seeds: Sequence[int], claims: dict[str, str]) -> dict[str, Any]:  # fmt: skip
     print(f"== {item} (real runs on CPU, seeds {list(seeds)})", flush=True)
-    return write_item(out / item, item, recs, run_rows(recs), table, seeds, claims)
+    t_seeds = {r["config"]["scheme"].get("t_seed") for r in recs.values()} - {None}
+    extra = {"t_seed": "/".join(sorted(t_seeds))} if t_seeds else None
+    return write_item(out / item, item, recs, run_rows(recs), table, seeds, claims, extra)

@@ -45,8 +45,9 @@ FIG14_SCHEMES = (
 def transformer_spec(scheme: str, tuning: str, iterations: int = 80) -> TwinSpec:
     """Fig. 14's setup on the twin (see the module docstring)."""
     bw = 12500 * MB  # 100 Gbit/s
+    knobs = {"tuning": tuning} if scheme == "r2sp" else {}  # only R²SP tunes batches
     return TwinSpec(
-        params=scheme_params(scheme, tuning=tuning),
+        params=scheme_params(scheme, **knobs),
         num_workers=8,
         num_servers=2,
         model_bytes=60.5e6 * 4,

@@ -21,11 +21,11 @@ from experiments.r2sp_cluster.twin.setting import (
     claim,
     cluster_a,
     figure,
+    judge,
     link_bps,
     mean_of,
     run_seeds,
     save,
-    verdict,
     write_item,
 )
 
@@ -83,7 +83,7 @@ def fig8(out: Path) -> dict[str, Any]:
                     "r2sp_norm": rows["r2sp"]["norm_vs_bsp"],
                     "r2sp_speedup": speed,
                     "paper_speedup": paper,
-                    "verdict_speedup": verdict(speed, paper, 0.0),
+                    "verdict_speedup": judge(speed, paper, "reduction"),
                     "claim_r2sp_fastest": claim(fastest == "r2sp"),
                     "claim_relaxed_faster": claim(
                         all(rows[s]["norm_vs_bsp"] < 1 for s in ("asp", "ssp", "r2sp"))

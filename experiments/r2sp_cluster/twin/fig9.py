@@ -24,10 +24,10 @@ from experiments.r2sp_cluster.twin.setting import (
     claim,
     cluster_a,
     figure,
+    judge,
     mean_of,
     run_seeds,
     save,
-    verdict,
     write_item,
 )
 
@@ -61,8 +61,8 @@ def fig9(out: Path) -> dict[str, Any]:
         row = {
             **r,
             "paper_zero_fraction": paper,
-            "verdict_zero": verdict(r["zero_gap_fraction"], paper),
-            "verdict_zero_50ms": verdict(r["zero_gap_fraction_50ms"], paper),
+            "verdict_zero": judge(r["zero_gap_fraction"], paper),
+            "verdict_zero_50ms": judge(r["zero_gap_fraction_50ms"], paper),
         }
         if r["scheme"] == "r2sp":
             row["verdict_zero"] = claim(r["zero_gap_fraction"] < 0.05)

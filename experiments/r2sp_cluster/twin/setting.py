@@ -22,9 +22,12 @@ Assumptions (not tuned toward any result figure):
   Table I is a different measurement (BSP, 8 workers, 2 PS) than the figures we compare with.
 * No per-transfer latency; control messages are instantaneous.
 
-Verdict rule (:func:`verdict`): a number the paper prints is "reproduced" when ours/paper lies in
-[0.8, 1.25], "same direction" when both lie on the same side of the stated baseline, else
-"differs". Claims without numbers are "holds" or "does not hold" by the stated test.
+Verdict rule (:func:`judge`): the report's (:mod:`experiments.common.verdicts`). A value the
+paper prints is "reproduced" when ours/paper lies in [2/3, 3/2], else "not reproduced"; a
+reduction (a speed-up read as the time it saves, a time normalised by its baseline read as one
+minus it) is "reproduced" with the paper's sign and ours/paper's in the same band, "same
+direction" with the sign outside it, else "not reproduced". Claims without numbers are "holds"
+or "does not hold" by the stated test.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.common import verdicts
 from experiments.common.markdown_cells import short
 from experiments.common.run_cache import mean_std, write_csv, write_json
 from fl_r2sp.cluster.policies.common.params import PSParams
@@ -140,6 +144,39 @@ def verdict(ours: float, paper: float, baseline: float | None = None) -> str:
     if baseline is not None and np.sign(ours - baseline) == np.sign(paper - baseline) != 0:
         return "same direction"
     return "differs"
+
+
+#: How :func:`judge` reads a number against the paper's: a value, a reduction, or a time
+#: normalised by its baseline (the reduction one minus it).
+READINGS = ("value", "reduction", "norm")
+
+
+def judge(
+    ours: float | None, paper: float | None, reading: str = "value", seeds: int | None = None
+) -> str:
+    """Verdict words (no emphasis) for ``ours`` against ``paper`` by the report's rules.
+
+    Parameters
+    ----------
+    ours, paper
+        Our number and the paper's; ``n/a`` when either is missing or not finite, or the
+        paper's value (or reduction) is zero.
+    reading : str, default "value"
+        One of :data:`READINGS`: ``value`` (:func:`experiments.common.verdicts.label` of
+        ours / paper), ``reduction`` (:func:`~experiments.common.verdicts.reduction_label`) or
+        ``norm`` (a reduction of one minus each).
+    seeds : int or None, default None
+        Seeds behind ``ours``; one seed is stated in the words.
+    """
+    if reading not in READINGS:
+        raise ValueError(f"unknown reading {reading!r}; choose one of {READINGS}")
+    if ours is None or paper is None or not (math.isfinite(ours) and math.isfinite(paper)):
+        return "n/a"
+    if reading == "value":
+        return "n/a" if paper == 0 else verdicts.plain(verdicts.label(ours / paper, seeds=seeds))
+    if reading == "norm":  # a normalised time stands for the reduction one minus it
+        ours, paper = 1 - ours, 1 - paper
+    return verdicts.plain(verdicts.reduction_label(ours, paper, seeds=seeds))
 
 
 def claim(holds: bool) -> str:

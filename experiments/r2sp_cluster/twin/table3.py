@@ -25,10 +25,10 @@ from experiments.r2sp_cluster.twin.setting import (
     TABLE3,
     claim,
     figure,
+    judge,
     mean_of,
     run_seeds,
     save,
-    verdict,
     write_item,
 )
 from fl_r2sp.cluster.policies.ps.tuning import idle_rule
@@ -96,13 +96,13 @@ def table3(out: Path) -> dict[str, Any]:
                 "type": t,
                 "blocking_s": block[t],
                 "paper_blocking_s": paper["blocking_s"],
-                "verdict_blocking": verdict(block[t], paper["blocking_s"], 0.0)
+                "verdict_blocking": judge(block[t], paper["blocking_s"])
                 if paper["blocking_s"]
                 else claim(block[t] < 0.05),
                 "tuned_ours": ours_tuned,
                 "tuned_in_run": batch_after[t],
                 "paper_tuned": paper["tuned"],
-                "verdict_tuned": verdict(float(ours_tuned), float(paper["tuned"]), 512.0),
+                "verdict_tuned": judge(float(ours_tuned), float(paper["tuned"])),
                 "rule_on_paper_inputs": exact,
                 "exact": claim(exact == paper["tuned"]),
                 "blocking_after_s": block_after[t],
