@@ -17,9 +17,10 @@ group keeps members.
 
 It waits for the run's end as the SuperLink reports it (``flwr ls``; ``flwr run --stream``
 can exit 0 while the run still trains, its log stream re-attached then), for as long as the
-run progresses (:class:`fl_r2sp.flower.run_watch.ProgressWatch`: a logged global update
-within 4x the longest gap so far, at least 180 s; 600 s of silence before the first; the
-script's ``eval-every=1`` logs every update, a larger one makes the gaps longer). At
+run progresses (:func:`fl_r2sp.flower.run_watch.watch_for`: a logged global update within
+4x the longest gap so far and at least the run's own ``max-update-gap`` + 300 s; silence
+before the first for at most its ``node-wait`` + 300 s, at least 600 s; the script's
+``eval-every=1`` logs every update). At
 the end it prints the SuperLink's status, the ledger from the run's ``summary.json`` (accepted,
 rejected by reason, dropped by reason), the liveness records (re-attached
 clients, empty groups, rejected answers, passed turns) and the gaps between
@@ -75,7 +76,7 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     wait_http_ok,
 )
 from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
-from fl_r2sp.flower.run_watch import RunEnd, follow_flwr_run  # noqa: E402
+from fl_r2sp.flower.run_watch import RunEnd, follow_flwr_run, watch_for  # noqa: E402
 from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E402
 
 #: Two always-rejected members in each default group of 4 (group 1: ids 1 and 3, a 1e30 update
@@ -388,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=memory.run, daemon=True).start()
         deadline = time.monotonic() + args.timeout if args.timeout else None
         try:
-            end = follow_flwr_run(cmd, env, app, dl.CONNECTION, lines, deadline=deadline)
+            end = follow_flwr_run(cmd, env, app, dl.CONNECTION, lines, watch_for(keys), deadline)
         finally:
             chaos.stop.set()
             memory.stop.set()

@@ -73,7 +73,7 @@ period). It waits for the run's end as the SuperLink reports it (``flwr ls``), n
 submitted no run, 1 if the run did not finish ``completed``, 124 on ``--timeout`` or when
 the run stopped progressing (no global update logged within 4x the longest gap so far, and
 at least the run's own ``max-update-gap`` + 300 s: the app fails a run that long without an
-update itself).
+update itself; :func:`fl_r2sp.flower.run_watch.watch_for`).
 """
 
 from __future__ import annotations
@@ -92,7 +92,6 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO))
 
-from fl_r2sp.config import RunConfig  # noqa: E402
 from fl_r2sp.flower.deploy_commands import (  # noqa: E402
     CONNECTION,
     flwr_run_cmd,
@@ -109,7 +108,7 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     wait_http_ok,
 )
 from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
-from fl_r2sp.flower.run_watch import ProgressWatch, follow_flwr_run  # noqa: E402
+from fl_r2sp.flower.run_watch import follow_flwr_run, watch_for  # noqa: E402
 from fl_r2sp.flower.secure_deploy import (  # noqa: E402
     Intruder,
     RegistrationGuard,
@@ -122,10 +121,6 @@ from fl_r2sp.flower.secure_deploy import (  # noqa: E402
     supernode_security,
     unregister_node,
 )
-
-#: Seconds a run gets past its own ``max-update-gap`` to stop and write its folder before
-#: the script gives up on it.
-STOP_GRACE = 300.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -215,11 +210,9 @@ def submit(args: argparse.Namespace, env: dict[str, str]) -> tuple[int, str]:
     print("$", " ".join(cmd), flush=True)
     lines: list[str] = []
     deadline = time.monotonic() + args.timeout if args.timeout else None
-    # The app fails a run itself after max-update-gap without a global update; the watch only
-    # catches a run that cannot end (a hung ServerApp): past that bound and time to stop.
-    gap = float(args.overrides.get("max-update-gap", RunConfig().max_update_gap))
-    watch = ProgressWatch(floor=gap + STOP_GRACE)
-    end = follow_flwr_run(cmd, env, args.app, CONNECTION, lines, watch, deadline)
+    end = follow_flwr_run(
+        cmd, env, args.app, CONNECTION, lines, watch_for(args.overrides), deadline
+    )
     print(f"deploy_local: {end.describe()}", flush=True)
     output = "".join(lines)
     if end.gave_up is not None:

@@ -23,10 +23,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from fl_r2sp.config import RunConfig
 from fl_r2sp.flower.processes import flwr_bin, stop_group
 
 #: A global update as the ServerApp logs it (``[fl-r2sp] update 4/8 ...``).
@@ -39,6 +41,26 @@ LOG_START = "Starting logstream for run_id"
 FINISHED = "finished"
 #: The status of a run that ended well.
 COMPLETED = "finished:completed"
+#: Seconds a run gets past its own ``max-update-gap`` to stop and write its folder before a
+#: watch gives up on it (:func:`watch_for`).
+STOP_GRACE = 300.0
+
+
+def watch_for(run_config: Mapping[str, Any]) -> ProgressWatch:
+    """The watch of a deployed run of this app with ``run_config`` (kebab-case keys).
+
+    The app fails a run itself when no global update came for ``max-update-gap`` seconds
+    (default 1800), and waits up to ``node-wait`` (default 120) for its nodes at the start,
+    silently; the watch must not be the tighter bound (a first round of 32 ClientApps
+    starting on 2 cores took 267 s, 4x the start-up gap would have been less). So its floor is
+    that gap and its start-up bound that wait (at least 600 s), each plus :data:`STOP_GRACE`
+    to stop and write the run folder: it catches a run that cannot end (a hung ServerApp or
+    SuperLink), and grows past the floor with the measured gaps.
+    """
+    defaults = RunConfig()
+    gap = float(run_config.get("max-update-gap", defaults.max_update_gap))
+    wait = float(run_config.get("node-wait", defaults.node_wait))
+    return ProgressWatch(startup=max(600.0, wait + STOP_GRACE), floor=gap + STOP_GRACE)
 
 
 class ProgressWatch:

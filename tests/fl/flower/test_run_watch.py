@@ -8,7 +8,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from fl_r2sp.flower.run_watch import LOG_START, ProgressWatch, follow_run
+from fl_r2sp.config import RunConfig
+from fl_r2sp.flower.run_watch import LOG_START, STOP_GRACE, ProgressWatch, follow_run, watch_for
 
 HEAD = ["Loading project configuration...\n", "Successfully started run 42\n"]
 LOG = [f"{LOG_START} `42`\n", "[fl-r2sp] update 1/3\n", "[fl-r2sp] update 2/3\n"]
@@ -105,3 +106,13 @@ def test_the_progress_bound_grows_with_the_measured_gaps() -> None:
     now[0] = 65.0 + 241.0
     watch.saw("some other line\n")  # other lines do not count as progress
     assert watch.remaining() < 0
+
+
+def test_the_scripts_watch_is_never_tighter_than_the_runs_own_bounds() -> None:
+    # The app fails a run after max-update-gap without an update and waits node-wait for its
+    # nodes: the watch allows both, plus time to stop and write the folder.
+    watch = watch_for({"max-update-gap": 60, "node-wait": 900})
+    assert watch.floor == 60 + STOP_GRACE and watch.startup == 900 + STOP_GRACE
+    defaults = watch_for({})
+    assert defaults.floor == RunConfig().max_update_gap + STOP_GRACE
+    assert defaults.startup == 600.0  # node-wait (120) + grace is less
