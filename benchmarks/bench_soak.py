@@ -35,6 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 #: The line chaos.py prints about memory (MemoryWatch.line).
 MEMORY = re.compile(r"memory per node .*: median (\d+) MiB, largest (\d+) MiB")
+#: The run's final status at the SuperLink as chaos.py reports it (RunEnd.describe).
+LINK_STATUS = re.compile(r"status (.+?) at the SuperLink")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -94,6 +96,7 @@ def figures(runs: Path, output: str) -> dict[str, Any]:
         "memory_mib_median": int(memory.group(1)) if memory else None,
         "memory_mib_largest": int(memory.group(2)) if memory else None,
         "kills": re.findall(r"chaos: (\d+) kills, (\d+) restarts", output),
+        "superlink_status": link.group(1) if (link := LINK_STATUS.search(output)) else None,
     }
 
 
@@ -122,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         gap = r.get("longest_update_gap")
         print(
-            f"soak {r['phase']}: status {r.get('status')} ({r.get('failure')}); "
+            f"soak {r['phase']}: status {r.get('status')} ({r.get('failure')}; at the "
+            f"SuperLink: {r.get('superlink_status')}); "
             f"{r.get('global_updates')} global updates; ledger accepted "
             f"{r.get('updates_accepted')}, rejected {r.get('updates_rejected')}, dropped "
             f"{r.get('jobs_dropped')}, in flight {r.get('jobs_in_flight')} of "

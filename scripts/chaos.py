@@ -15,14 +15,21 @@ and restarts it ``--down`` seconds later with the same ``partition-id`` (a new
 node id: the server must re-attach it). One node is down at a time, so every
 group keeps members.
 
-At the end it prints the ledger from the run's ``summary.json`` (accepted,
+It waits for the run's end as the SuperLink reports it (``flwr ls``; ``flwr run --stream``
+can exit 0 while the run still trains, its log stream re-attached then), for as long as the
+run progresses (:func:`fl_r2sp.flower.run_watch.watch_for`: a logged global update within
+4x the longest gap so far and at least the run's own ``max-update-gap`` + 300 s; silence
+before the first for at most its ``node-wait`` + 300 s, at least 600 s; the script's
+``eval-every=1`` logs every update). At
+the end it prints the SuperLink's status, the ledger from the run's ``summary.json`` (accepted,
 rejected by reason, dropped by reason), the liveness records (re-attached
 clients, empty groups, rejected answers, passed turns) and the gaps between
 global updates, and checks that none is longer than 2x the median group
 round time ("stalled") and that every re-attached node answered a job within
 its group's next two applications. Exit code: 0 if the run completed with no
-stalled gap and no re-attached node left without work, 1 otherwise (a run without
-any global update has failed), 2 on a bad ``--run-config``, 124 on ``--timeout``.
+stalled gap and no re-attached node left without work and the SuperLink says
+``finished:completed``, 1 otherwise (a run without any global update has failed), 2 on a
+bad ``--run-config``, 124 on ``--timeout`` or when the run stopped progressing.
 
 Its run-config keys (``run_config``) are defaults: the user's ``--run-config`` keys are
 applied over them (``--run-config "job-timeout=300"`` replaces the script's value). The job
@@ -43,7 +50,6 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -70,6 +76,7 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     wait_http_ok,
 )
 from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
+from fl_r2sp.flower.run_watch import RunEnd, follow_flwr_run, watch_for  # noqa: E402
 from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E402
 
 #: Two always-rejected members in each default group of 4 (group 1: ids 1 and 3, a 1e30 update
@@ -99,7 +106,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--attack", default=ATTACK, help=f"attack knob (default: {ATTACK})")
     p.add_argument("--run-config", default="", help="extra run-config overrides")
     p.add_argument(
-        "--timeout", type=float, default=600.0, help="hard bound on the whole run, s (0 = none)"
+        "--timeout",
+        type=float,
+        default=0.0,
+        help="hard bound on the whole run, s (default 0 = none: the progress watch bounds it)",
     )
     p.add_argument("--keep-home", action="store_true", help="keep the FLWR_HOME folder")
     p.add_argument(
@@ -113,7 +123,8 @@ def run_config(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
     user's ``--run-config`` over them (the user's value wins)."""
     own = {
         "clock": "wall", "num-partitions": args.num_supernodes, "num-groups": args.groups,
-        "fraction": args.fraction, "local-iterations": 5, "eval-every": 4, "max-updates": 0,
+        # eval-every 1: every global update is logged, the progress the run is followed by.
+        "fraction": args.fraction, "local-iterations": 5, "eval-every": 1, "max-updates": 0,
         "time-budget": args.duration, "seed": args.seed, "plots": False,
         # Half the nodes are hostile by design: losses and rejections are not failures here.
         "max-lost-share": 1.0, "max-rejected-share": 1.0, "node-wait": 60.0,
@@ -293,8 +304,9 @@ def _rejoins(records: list[dict[str, Any]], jobs: list[dict[str, str]]) -> list[
     return out
 
 
-def report(run_dir: Path) -> int:
-    """Print the ledger and the checks of the one run folder; 0 if :attr:`Verdict.ok`."""
+def report(run_dir: Path, end: RunEnd) -> int:
+    """Print the ledger and the checks of the one run folder; 0 if :attr:`Verdict.ok` and the
+    SuperLink says the run completed (``end``)."""
     try:
         v = analyse(run_dir)
     except (RuntimeError, OSError, ValueError) as exc:
@@ -330,7 +342,7 @@ def report(run_dir: Path) -> int:
         f"  re-attached: {len(v.rejoins)}; without work within 2 group rounds: {late}; "
         f"run ended too soon to tell: {open_}"
     )
-    return 0 if v.ok else 1
+    return 0 if v.ok and end.completed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,38 +382,28 @@ def main(argv: list[str] | None = None) -> int:
             nodes[i] = start_node(i)
         cmd = dl.flwr_run_cmd(app, keys)
         print("$", " ".join(cmd), flush=True)
-        flwr = subprocess.Popen(
-            cmd,
-            env=env,
-            cwd=app,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        others.append(flwr)
         lines: list[str] = []
-        dl.stream(flwr, lines)
         thread = threading.Thread(target=chaos.run, args=(lines,), daemon=True)
         thread.start()
         memory = MemoryWatch(nodes)
         threading.Thread(target=memory.run, daemon=True).start()
+        deadline = time.monotonic() + args.timeout if args.timeout else None
         try:
-            flwr.wait(timeout=args.timeout or None)
-        except subprocess.TimeoutExpired:
-            print(f"chaos: the run did not end within {args.timeout:g} s", flush=True)
-            return 124
+            end = follow_flwr_run(cmd, env, app, dl.CONNECTION, lines, watch_for(keys), deadline)
         finally:
             chaos.stop.set()
             memory.stop.set()
             thread.join(timeout=60)
-        print(f"chaos: {chaos.kills} kills, {chaos.restarts} restarts; flwr exit {flwr.returncode}")
+        print(f"chaos: {chaos.kills} kills, {chaos.restarts} restarts; {end.describe()}")
         print(f"chaos: {memory.line()}")
-        code = report(runs)
+        if end.gave_up is not None:
+            print(f"chaos: gave up waiting for the run: {end.gave_up}", flush=True)
+            return 124
+        code = report(runs, end)
         return code
     finally:
-        stop_groups(list(nodes.values()) + others[1:])
-        stop_groups(others[:1])
+        stop_groups(list(nodes.values()))  # before the SuperLink: they deregister from it
+        stop_groups(others)
         if args.keep_home or code != 0:
             print(f"chaos: FLWR_HOME kept at {home}", flush=True)
         else:

@@ -68,8 +68,12 @@ Here the ports are free ones picked at start, ``FLWR_HOME`` and the database
 are in a temporary folder (deleted at the end unless ``--keep-home``; the
 SuperLink and SuperNode logs are there) and every process is stopped at the
 end, whatever happens (SIGTERM to each process group, SIGKILL after a grace
-period). The exit code is flwr's, 1 if the run itself did not complete, 124
-on ``--timeout``.
+period). It waits for the run's end as the SuperLink reports it (``flwr ls``), not for
+``flwr run --stream`` to exit (its log stream can end first): the exit code is flwr's if it
+submitted no run, 1 if the run did not finish ``completed``, 124 on ``--timeout`` or when
+the run stopped progressing (no global update logged within 4x the longest gap so far, and
+at least the run's own ``max-update-gap`` + 300 s: the app fails a run that long without an
+update itself; :func:`fl_r2sp.flower.run_watch.watch_for`).
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -90,8 +95,6 @@ if str(REPO) not in sys.path:  # run as a script from a checkout
 from fl_r2sp.flower.deploy_commands import (  # noqa: E402
     CONNECTION,
     flwr_run_cmd,
-    run_status,
-    stream,
     superlink_cmd,
     supernode_cmd,
     write_flower_config,
@@ -101,11 +104,11 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
     start_group,
-    stop_group,
     stop_groups,
     wait_http_ok,
 )
 from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
+from fl_r2sp.flower.run_watch import follow_flwr_run, watch_for  # noqa: E402
 from fl_r2sp.flower.secure_deploy import (  # noqa: E402
     Intruder,
     RegistrationGuard,
@@ -200,35 +203,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def submit(args: argparse.Namespace, env: dict[str, str]) -> tuple[int, str]:
-    """Run ``flwr run`` to the end (or ``--timeout``); return the exit code and its output."""
+    """Run ``flwr run`` until the SuperLink says the run finished (or ``--timeout``); return
+    the exit code and its output (:func:`fl_r2sp.flower.run_watch.follow_flwr_run`: the log
+    stream may end before the run, and a run that stops progressing is given up)."""
     cmd = flwr_run_cmd(args.app.resolve(), args.overrides)
     print("$", " ".join(cmd), flush=True)
     lines: list[str] = []
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        cwd=args.app,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    end = follow_flwr_run(
+        cmd, env, args.app, CONNECTION, lines, watch_for(args.overrides), deadline
     )
-    reader = stream(proc, lines)
-    try:
-        code = proc.wait(timeout=args.timeout or None)
-    except subprocess.TimeoutExpired:
-        print(f"deploy_local: run did not finish within {args.timeout:.0f} s", file=sys.stderr)
-        return 124, "".join(lines)
-    finally:  # also on Ctrl-C: flwr runs in its own session and would not see it
-        if proc.poll() is None:
-            stop_group(proc)
-    reader.join(timeout=5.0)
+    print(f"deploy_local: {end.describe()}", flush=True)
     output = "".join(lines)
-    if code != 0:
-        return code, output
-    status = run_status(env, output, args.app)
-    print(f"deploy_local: run status {status}", flush=True)
-    return (0 if status == "finished:completed" else 1), output
+    if end.gave_up is not None:
+        print(f"deploy_local: gave up waiting for the run: {end.gave_up}", file=sys.stderr)
+        return 124, output
+    if end.run_id is None:
+        return end.exit_code or 1, output
+    return (0 if end.completed else 1), output
 
 
 def deploy(args: argparse.Namespace, home: Path) -> int:

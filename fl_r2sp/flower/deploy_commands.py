@@ -2,19 +2,14 @@
 
 The steps ``scripts/deploy_local.py`` runs (its docstring shows them as shell commands):
 :func:`superlink_cmd` (1), :func:`supernode_cmd` (2), :func:`write_flower_config` (3) and
-:func:`flwr_run_cmd` (4); :func:`stream` echoes ``flwr run``'s output and :func:`run_status`
-asks the SuperLink how the run ended. Starting and stopping the processes is
+:func:`flwr_run_cmd` (4); following the run to its end is :mod:`fl_r2sp.flower.run_watch`.
+Starting and stopping the processes is
 :mod:`fl_r2sp.flower.processes`; TLS and node authentication flags are
 :mod:`fl_r2sp.flower.secure_deploy`.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import subprocess
-import sys
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -100,37 +95,3 @@ def flwr_run_cmd(app: Path, overrides: Mapping[str, Any]) -> list[str]:
     if overrides:
         cmd += ["--run-config", format_overrides(overrides)]
     return cmd
-
-
-def stream(proc: subprocess.Popen[str], sink: list[str]) -> threading.Thread:
-    """Echo ``proc``'s output line by line (and keep it in ``sink``)."""
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            sink.append(line)
-
-    thread = threading.Thread(target=pump, daemon=True)
-    thread.start()
-    return thread
-
-
-def run_status(env: dict[str, str], output: str, app: Path) -> str | None:
-    """Final status of the run named in ``flwr run``'s output (e.g. finished:completed)."""
-    match = re.search(r"Successfully started run (\d+)", output)
-    if match is None:
-        return None
-    res = subprocess.run(
-        [str(flwr_bin("flwr")), "ls", CONNECTION, "--run-id", match.group(1), "--format", "json"],
-        env=env,
-        cwd=app,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    try:
-        return str(json.loads(res.stdout)["runs"][0]["status"])
-    except (ValueError, KeyError, IndexError):
-        return None

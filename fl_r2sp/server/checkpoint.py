@@ -1,12 +1,13 @@
 """Checkpoint a server loop's whole state; resume a run from it (``docs/architecture.md`` §9).
 
 ``checkpoint-every = k`` makes the loop save, each time the global version reaches a multiple
-of k, its complete state into ``checkpoint.pkl`` of the run directory (atomically: temporary
-file, rename); ``resume-from = <run dir>`` rebuilds the run from it and continues it in that
-folder. The state is the loop object itself, minus its connections (transport, evaluator,
-handler table, checkpointer): global weights and policy state (groups, EMA, streaks,
-blacklist, round tags, any generator a policy holds), the stop rule, the admission gate, the
-job counters, the telemetry so far (event log, history), and per clock
+of k, its complete state into ``checkpoint.npz`` (and ``checkpoint-log/``) of the run
+directory (atomically: temporary files, renames); ``resume-from = <run dir>`` rebuilds the run
+from it and continues it in that folder. The state is the loop object itself, minus its
+connections (transport, evaluator, handler table, checkpointer): global weights and policy
+state (groups, EMA, streaks, blacklist, round tags, any generator a policy holds), the stop
+rule, the admission gate, the job counters, the telemetry so far (event log, history), and per
+clock
 
 * **virtual**: the virtual clock, the event queue, the network model with its flows and
   traces, every job in virtual flight (with the replies already received), parked sends;
@@ -21,26 +22,27 @@ re-sends the outstanding jobs to the live nodes; its timing (and hence what the 
 decides next) cannot repeat the lost run's, and its clock resumes from the checkpoint's
 reading (the downtime is not on the time axis).
 
-The checkpoint is ``checkpoint.npz``: a NumPy archive (read with ``allow_pickle=False``)
-holding a JSON header (format version, the hash of the result-relevant run config, the hash
-of the content), the state as JSON (:mod:`fl_r2sp.server.state_codec`: only ``fl_r2sp``
-classes are rebuilt, nothing in the file can run code) and the state's arrays. A file that
-is empty, truncated, damaged, foreign, of another format or from another configuration is
-refused with :class:`CheckpointError` naming the file and which of these it is; the pickle
-checkpoints of older versions (``checkpoint.pkl``) are refused unread. The last checkpoint
-stays in the folder after the run completes. Cost, measured: see the README's "Checkpoint and
-resume".
+The checkpoint is ``checkpoint.npz``, the *head*: a NumPy archive
+(:mod:`fl_r2sp.server.checkpoint_archive`, read with ``allow_pickle=False``) holding a JSON
+header (format version, the hash of the result-relevant run config, the hash of the
+content), the state as JSON (:mod:`fl_r2sp.server.state_codec`: only ``fl_r2sp`` classes are
+rebuilt, nothing in the file can run code) and the state's arrays. The state's growing
+containers (event log, history, finished flows ...) are not in the head: each save appends a
+segment of what changed in them to ``checkpoint-log/``, which the head lists with their hashes
+(:mod:`fl_r2sp.server.checkpoint_segments`), so a save costs what changed, not the whole run.
+A head or segment that is empty, missing, truncated, damaged, foreign, of another format or
+from another configuration is refused with :class:`CheckpointError` naming the file and which
+of these it is; the pickle checkpoints of older versions (``checkpoint.pkl``) are refused
+unread. The last checkpoint stays in the folder after the run completes. Cost, measured:
+see the README's "Checkpoint and resume" (``benchmarks/bench_checkpoint.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import time
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +51,10 @@ import numpy as np
 
 from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.clock import WallClock
+from fl_r2sp.server.checkpoint_archive import CheckpointError, archive, read_archive
+from fl_r2sp.server.checkpoint_segments import SegmentReader, SegmentWriter
 from fl_r2sp.server.loop_base import LoopBase
-from fl_r2sp.server.state_codec import CodecError, decode, encode
+from fl_r2sp.server.state_codec import CodecError, decode
 from fl_r2sp.server.virtual_loop import VirtualLoop
 from fl_r2sp.server.wall_loop import WallLoop
 from fl_r2sp.telemetry.rundir import MARKER, atomic_write_bytes, atomic_write_json
@@ -62,8 +66,6 @@ CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_NOTE = "checkpoint.json"
 #: The pickle checkpoint of versions before format 2 (refused, never read).
 LEGACY_CHECKPOINT = "checkpoint.pkl"
-#: Version of the checkpoint layout; a file of another version is refused.
-FORMAT = 2
 #: The header's ``kind``: tells our archives from other ``.npz`` files.
 KIND = "fl_r2sp-checkpoint"
 #: Loop attributes rebuilt on resume rather than saved: connections and callables.
@@ -101,6 +103,7 @@ class Checkpointer:
     clients: list[int]
     resumes: int = 0
     saved_version: int = field(default=-1, init=False)
+    writer: SegmentWriter | None = field(default=None, init=False, repr=False)
 
     def maybe_save(self, loop: LoopBase) -> bool:
         """Save if the version reached a new multiple of ``every``; True if saved."""
@@ -111,22 +114,35 @@ class Checkpointer:
         return True
 
     def save(self, loop: LoopBase) -> Path:
-        """Write the loop's state now (atomically); return the checkpoint's path."""
+        """Write the loop's state now; return the checkpoint's path.
+
+        The new segment (what changed in the state's growing containers) is written first,
+        then the head replaces the old one atomically (the crash-safety argument is in
+        :mod:`fl_r2sp.server.checkpoint_segments`).
+        """
         clock_now = loop.clock.now()
         loop_state = {k: v for k, v in vars(loop).items() if k not in TRANSIENT}
-        tree, arrays = encode(loop_state)
+        if self.writer is None:
+            self.writer = SegmentWriter(self.directory)
+        tree, arrays, logs, segment = self.writer.encode(loop_state)
+        if segment is not None:
+            self.writer.folder.mkdir(exist_ok=True)
+            atomic_write_bytes(self.writer.folder / logs["segments"][-1]["file"], segment)
         state = {
             "clock": loop.clock_name, "config": self.config, "clients": list(self.clients),
             "resumes": self.resumes, "clock_now": clock_now,
-            "wall_elapsed": time.perf_counter() - loop._wall0, "loop": tree,
+            "wall_elapsed": time.perf_counter() - loop._wall0, "loop": tree, "logs": logs,
         }  # fmt: skip
-        data = _archive(self.config, state, arrays)
+        data, _ = archive(KIND, {"config_hash": config_hash(self.config)}, state, arrays)
         path = atomic_write_bytes(self.directory / CHECKPOINT, data)
+        self.writer.commit()
         note = {
             "version": loop.policy.version,
             "clock": loop.clock_name,
             "time": clock_now,
             "bytes": len(data),
+            "segment_bytes": len(segment or b""),
+            "segments": len(logs["segments"]),
             "resumes": self.resumes,
             "saved": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
@@ -142,43 +158,15 @@ class Checkpointer:
         return path
 
 
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be resumed; the message names the file and why."""
-
-
 def config_hash(config: dict[str, Any]) -> str:
     """SHA-256 of the run-config keys that change results (all but :data:`RESUME_FREE`)."""
     kept = {k: v for k, v in config.items() if k not in RESUME_FREE}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _content_hash(state: bytes, arrays: list[np.ndarray]) -> str:
-    digest = hashlib.sha256(state)
-    for array in arrays:
-        digest.update(f"{array.dtype.str}{array.shape}".encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
-
-
-def _archive(config: dict[str, Any], state: dict[str, Any], arrays: list[np.ndarray]) -> bytes:
-    """The ``.npz`` bytes: header and state as UTF-8 JSON, then ``a0``, ``a1`` ... arrays."""
-    state_bytes = json.dumps(state, separators=(",", ":")).encode()
-    header = {
-        "kind": KIND, "format": FORMAT, "config_hash": config_hash(config),
-        "content_hash": _content_hash(state_bytes, arrays), "arrays": len(arrays),
-    }  # fmt: skip
-    members: dict[str, Any] = {
-        "header": np.frombuffer(json.dumps(header).encode(), np.uint8),
-        "state": np.frombuffer(state_bytes, np.uint8),
-    }
-    members.update((f"a{i}", a) for i, a in enumerate(arrays))
-    buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **members)
-    return buf.getvalue()
-
-
 def read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any], list[np.ndarray]]:
-    """Header, JSON state and arrays of the checkpoint at ``path``, checked against its hash.
+    """Header, JSON state and arrays of the head checkpoint at ``path``, checked against its
+    hash (:func:`fl_r2sp.server.checkpoint_archive.read_archive`).
 
     Raises
     ------
@@ -186,45 +174,12 @@ def read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any], list[np
         Naming ``path`` and whether it is empty, a pickle, foreign, truncated or damaged,
         of another format, or altered since it was written.
     """
-    head = path.read_bytes()[:4]
-    if not head:
-        raise CheckpointError(f"{path}: empty file (0 bytes); the checkpoint was lost")
-    if head[:1] == b"\x80":
-        raise CheckpointError(f"{path}: a Python pickle, not a checkpoint; refused unread")
-    if head != b"PK\x03\x04":
-        raise CheckpointError(f"{path}: a foreign file, not a checkpoint (no .npz archive)")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            if "header" not in npz.files:
-                raise CheckpointError(f"{path}: a foreign .npz archive (no checkpoint header)")
-            header = json.loads(npz["header"].tobytes())
-            _check_header(path, header)
-            state_bytes = npz["state"].tobytes()
-            arrays = [npz[f"a{i}"] for i in range(int(header["arrays"]))]
-    except CheckpointError:
-        raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError) as exc:
-        raise CheckpointError(f"{path}: truncated or damaged ({exc})") from None
-    except (ValueError, TypeError) as exc:  # a header or member that is not what we wrote
-        raise CheckpointError(f"{path}: damaged ({exc})") from None
-    if _content_hash(state_bytes, arrays) != header["content_hash"]:
-        raise CheckpointError(f"{path}: damaged (its content does not match its header's hash)")
-    return header, json.loads(state_bytes), arrays
-
-
-def _check_header(path: Path, header: Any) -> None:
-    if not isinstance(header, dict) or header.get("kind") != KIND:
-        raise CheckpointError(f"{path}: a foreign .npz archive (its header is not a checkpoint's)")
-    if header.get("format") != FORMAT:
-        raise CheckpointError(
-            f"{path}: checkpoint format {header.get('format')!r}; this version reads format "
-            f"{FORMAT} only"
-        )
+    return read_archive(path, KIND)
 
 
 @dataclass(frozen=True)
 class Saved:
-    """A checkpoint read back: the run directory and the pickled payload."""
+    """A checkpoint read back: the run directory and the decoded payload."""
 
     directory: Path
     payload: dict[str, Any]
@@ -268,7 +223,10 @@ def load_checkpoint(cfg: RunConfig) -> Saved:
     if header["config_hash"] != config_hash(cfg.to_run_config()):
         raise CheckpointError(f"{path}: from another configuration: {_differences(cfg, state)}")
     try:
-        state["state"] = decode(state.pop("loop"), arrays)
+        logs = SegmentReader(directory, state.pop("logs"))  # reads and checks the segments
+        state["state"] = decode(state.pop("loop"), arrays, logs.resolve)
+    except CheckpointError:
+        raise
     except (CodecError, KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{path}: damaged state ({exc})") from None
     return Saved(directory, state)

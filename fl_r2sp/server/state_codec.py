@@ -45,30 +45,97 @@ class CodecError(ValueError):
     """A value that cannot be stored, or a stored value that may not be rebuilt."""
 
 
-def encode(root: Any) -> tuple[Any, list[np.ndarray]]:
+#: ``external(obj)`` of :func:`encode`: a JSON node standing for ``obj`` (stored elsewhere), or
+#: None to encode ``obj`` here.
+External = Callable[[Any], Any]
+#: ``resolve(tag, argument)`` of :func:`decode`: the object a ``$log`` / ``$logref`` node
+#: stands for.
+Resolver = Callable[[str, Any], Any]
+
+
+class NotPlain(CodecError):
+    """A value that ``plain=True`` encoding refuses: an instance or a bound method."""
+
+
+def encode(
+    root: Any, external: External | None = None, plain: bool = False
+) -> tuple[Any, list[np.ndarray]]:
     """``root`` as a JSON-ready structure and the arrays it refers to (``{"$array": i}``).
+
+    Parameters
+    ----------
+    root : object
+        What to store.
+    external : callable or None (default: None)
+        Asked for every object that would go into the object table (not ``root`` itself):
+        a node (``{"$log": k}``, ``{"$logref": [k, i]}``) put in its place, without looking
+        inside it, or None to store it here (:mod:`fl_r2sp.server.checkpoint_segments`).
+    plain : bool (default: False)
+        Refuse instances of classes and bound methods (:class:`NotPlain`): data only.
 
     Raises
     ------
     CodecError
         Naming the path (``root.policy.groups[0]`` ...) of a value of an unsupported type.
     """
-    enc = _Encoder()
-    tree = enc.value(root, "root")
+    enc = _Encoder(external, plain)
+    tree = enc.value(root, "root", top=True)
     return {"root": tree, "objects": enc.table}, enc.arrays
 
 
-def decode(doc: Any, arrays: list[np.ndarray]) -> Any:
+class StateEncoder:
+    """Encodes several values into one object table (what they share is stored once).
+
+    Parameters as for :func:`encode`. Decode a node of :meth:`root` with a
+    :class:`StateDecoder` of ``{"root": None, "objects": table}`` and :attr:`arrays`.
+    """
+
+    def __init__(self, external: External | None = None, plain: bool = False) -> None:
+        self._enc = _Encoder(external, plain)
+        self._count = 0
+
+    def root(self, value: Any) -> Any:
+        """The node of ``value`` (itself never passed to ``external``)."""
+        self._count += 1
+        return self._enc.value(value, f"root[{self._count - 1}]", top=True)
+
+    @property
+    def table(self) -> list[Any]:
+        """The object table so far."""
+        return self._enc.table
+
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        """The arrays so far."""
+        return self._enc.arrays
+
+
+def decode(doc: Any, arrays: list[np.ndarray], resolve: Resolver | None = None) -> Any:
     """Rebuild what :func:`encode` stored (``doc`` parsed from JSON, ``arrays`` in order).
+
+    ``resolve`` rebuilds the ``$log`` and ``$logref`` nodes an ``external`` put in (default
+    None: such nodes are refused).
 
     Raises
     ------
     CodecError
         On a malformed document or a class/function outside what this codec may build.
     """
-    if not isinstance(doc, dict) or set(doc) != {"root", "objects"}:
-        raise CodecError("not an encoded state (expected the keys 'root' and 'objects')")
-    return _Decoder(doc["objects"], arrays).value(doc["root"])
+    return StateDecoder(doc, arrays, resolve).value(doc["root"])
+
+
+class StateDecoder:
+    """Decodes the nodes of one encoded document on demand, sharing what it built (an
+    object referred to twice is built once)."""
+
+    def __init__(self, doc: Any, arrays: list[np.ndarray], resolve: Resolver | None) -> None:
+        if not isinstance(doc, dict) or set(doc) != {"root", "objects"}:
+            raise CodecError("not an encoded state (expected the keys 'root' and 'objects')")
+        self._decoder = _Decoder(doc["objects"], arrays, resolve)
+
+    def value(self, node: Any) -> Any:
+        """The object ``node`` (a part of this document) stands for."""
+        return self._decoder.value(node)
 
 
 def _class_path(cls: type) -> str:
@@ -92,13 +159,14 @@ def _slots(cls: type) -> list[str]:
 
 
 class _Encoder:
-    def __init__(self) -> None:
+    def __init__(self, external: External | None = None, plain: bool = False) -> None:
         self.table: list[Any] = []
         self.arrays: list[np.ndarray] = []
         self.memo: dict[int, int] = {}
         self.keep: list[Any] = []  # holds encoded objects alive so their ids stay unique
+        self.external, self.plain = external, plain
 
-    def value(self, x: Any, path: str) -> Any:
+    def value(self, x: Any, path: str, top: bool = False) -> Any:
         t = type(x)
         if x is None or t in (bool, int, float, str):
             return x
@@ -119,6 +187,10 @@ class _Encoder:
             if id(x) not in _FUNCTION_NAMES:
                 raise CodecError(f"{path}: function {x!r} is not storable")
             return {"$function": _FUNCTION_NAMES[id(x)]}
+        if self.external is not None and not top:  # first: what is stored elsewhere stays there
+            node = self.external(x)
+            if node is not None:
+                return node
         if id(x) in self.memo:
             return {"$ref": self.memo[id(x)]}
         index = len(self.table)
@@ -148,6 +220,8 @@ class _Encoder:
         if t is collections.deque:
             items = [self.value(v, f"{path}[{i}]") for i, v in enumerate(x)]
             return {"$deque": items, "maxlen": x.maxlen}
+        if self.plain:  # what remains is an instance or a bound method: not data
+            raise NotPlain(f"{path}: {t.__qualname__} in data stored by value")
         if t is types.MethodType:
             return {"$method": x.__func__.__name__, "self": self.value(x.__self__, path)}
         return self._instance(x, path)
@@ -165,11 +239,12 @@ class _Encoder:
 
 
 class _Decoder:
-    def __init__(self, table: Any, arrays: list[np.ndarray]) -> None:
+    def __init__(self, table: Any, arrays: list[np.ndarray], resolve: Resolver | None) -> None:
         if not isinstance(table, list):
             raise CodecError("the object table is not a list")
         self.table = table
         self.arrays = arrays
+        self.resolve = resolve
         self.built: dict[int, Any] = {}
 
     def value(self, node: Any) -> Any:
@@ -192,6 +267,8 @@ class _Decoder:
             return itertools.count(int(node["$count"]))
         if tag == "$function" and node["$function"] in FUNCTIONS:
             return FUNCTIONS[node["$function"]]
+        if tag in ("$log", "$logref") and self.resolve is not None:
+            return self.resolve(tag, node[tag])
         raise CodecError(f"unknown or refused tag {tag!r}")
 
     def _ref(self, index: Any) -> Any:

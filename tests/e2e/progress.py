@@ -2,12 +2,10 @@
 
 A fixed wall budget fails a healthy run on a loaded machine (at load 15 on 2 cores a group
 round takes a minute) and hides a hung one on an idle machine for as long. Here a command
-runs as long as it makes progress: before its first progress line it may be silent (print
-nothing at all) for at most ``startup`` seconds; afterwards it may go without a new progress
-line for ``factor`` x the longest gap seen so far (at least ``floor`` seconds), where the
-time from the start to the first progress line counts as the first gap (starting a
-SuperLink, nodes and a ServerApp is CPU-bound like a round). So the allowed wait grows with
-the machine's measured slowness.
+runs as long as it makes progress, by the bound of
+:class:`fl_r2sp.flower.run_watch.ProgressWatch` (silent at most ``startup`` s before its
+first progress line, then at most ``factor`` x the longest gap so far, at least ``floor``
+s), so the allowed wait grows with the machine's measured slowness.
 """
 
 from __future__ import annotations
@@ -18,12 +16,11 @@ import re
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-#: A global update as the ServerApp logs it (``[fl-r2sp] update 4/8 ...``).
-UPDATE_LINE = re.compile(r"\] update \d+")
+from fl_r2sp.flower.run_watch import UPDATE_LINE, ProgressWatch
+
 #: Exit status reported for a command stopped for want of progress.
 STALLED = -9
 #: Seconds a stopped command gets to clean up after SIGINT before SIGKILL.
@@ -52,28 +49,18 @@ def run_while_progressing(
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_pump, args=(proc, lines), daemon=True).start()
     out: list[str] = []
-    last_line = last_progress = time.monotonic()  # the start counts as the first progress
-    longest = 0.0
-    seen_progress = False
+    watch = ProgressWatch(progress, startup, factor, floor)
     while True:
-        now = time.monotonic()
-        if seen_progress:
-            limit, since = max(floor, factor * longest), now - last_progress
-        else:
-            limit, since = startup, now - last_line
         try:
-            line = lines.get(timeout=max(0.0, limit - since))
+            line = lines.get(timeout=max(0.0, watch.remaining()))
         except queue.Empty:
             _stop(proc)
-            out.append(f"[progress watch] stopped: no progress within {limit:.0f} s")
+            out.append(f"[progress watch] stopped: no progress within {watch.limit():.0f} s")
             return STALLED, "".join(out)
         if line is None:
             return proc.wait(), "".join(out)
         out.append(line)
-        last_line = time.monotonic()
-        if progress.search(line):
-            longest = max(longest, last_line - last_progress)
-            seen_progress, last_progress = True, last_line
+        watch.saw(line)
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

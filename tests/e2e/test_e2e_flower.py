@@ -175,7 +175,7 @@ def test_deploy_local_script(tmp_path: Path) -> None:
     ]
     code, out = run_while_progressing(cmd, REPO)
     assert code == 0, out[-4000:]
-    assert "run status finished:completed" in out
+    assert "status finished:completed at the SuperLink" in out
     folder = only_run_dir(runs)
     s = summary(folder)
     assert s["global_updates"] == 4 and 0.0 <= s["final_accuracy"] <= 1.0

@@ -48,7 +48,7 @@ def test_secure_deployment_completes_and_refuses_every_intruder(tmp_path: Path) 
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
-    assert "run status finished:completed" in out
+    assert "status finished:completed at the SuperLink" in out
     assert "SuperLink lists 3 nodes, 3 online; 2 registered, 1 registered by strangers" in out
     for name, cause in (
         ("insecure", "no connection"),

@@ -20,7 +20,13 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from fl_r2sp.flower.run_watch import RunEnd
 from tests.paths import REPO
+
+#: The SuperLink's word on a run that completed, and on one whose stream ended early and
+#: that was given up (the folder alone does not decide).
+COMPLETED = RunEnd(run_id=1, exit_code=0, status="finished:completed")
+GAVE_UP = RunEnd(run_id=1, exit_code=0, gave_up="no progress within 180 s", reattached=1)
 
 
 def load_chaos() -> ModuleType:
@@ -67,7 +73,7 @@ def test_gaps_stalls_and_rejoins_are_read_from_the_folder(tmp_path: Path) -> Non
     assert v.stalled == [(12.0, 5.0)]
     assert v.rejoins == [(2, 2.5, True), (3, 3.5, False), (1, 6.5, None), (0, 6.2, True)]
     assert not v.ok
-    assert chaos.report(tmp_path) == 1
+    assert chaos.report(tmp_path, COMPLETED) == 1
 
 
 def test_a_clean_folder_passes(tmp_path: Path) -> None:
@@ -78,7 +84,9 @@ def test_a_clean_folder_passes(tmp_path: Path) -> None:
     rows = [r for r in rows if not (r["kind"] == "client_rejoin" and r["cid"] == 3)]
     (folder / "records.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     v = chaos.analyse(tmp_path)
-    assert v.ok and not v.stalled and chaos.report(tmp_path) == 0
+    assert v.ok and not v.stalled and chaos.report(tmp_path, COMPLETED) == 0
+    # A clean folder of a run the SuperLink does not call completed does not pass.
+    assert chaos.report(tmp_path, GAVE_UP) == 1
     # A failed run never passes, however smooth.
     (folder / "summary.json").write_text(json.dumps({"summary": {"status": "failed"}}))
     assert not chaos.analyse(tmp_path).ok
