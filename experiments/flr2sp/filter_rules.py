@@ -37,6 +37,7 @@ from typing import Any
 from experiments.common.conf import scale_settings
 from experiments.common.run_cache import Args, aggregate, finish, models, parse_args
 from experiments.flr2sp.runs import training
+from fl_r2sp.strategies.params import scheme_defaults
 
 _ON = dict(outlier_filter=True)
 _RELATIVE = dict(_ON, outlier_rule="relative", outlier_mad_k=3.0, outlier_mad_floor=0.1)
@@ -180,6 +181,18 @@ def chosen_default(rows: Sequence[Mapping[str, Any]], verdict: Sequence[Mapping]
     gain = {r["case"]: r["gain_mean"] for r in aggregate(pairs(rows), ("case",), ("gain",))}
     met = [v["case"] for v in verdict if v["status"] == "meets"]
     return max(met, key=lambda c: gain.get(c) or 0.0, default="off")
+
+
+def engine_case() -> str | None:
+    """The case whose filter knobs are all the engine's defaults (:class:`OutlierParams`).
+
+    ``off`` when the engine's filter is off; None when no case runs the engine's default.
+    """
+    defaults = scheme_defaults()
+    for case, knobs in CASES.items():
+        if all(defaults[k.replace("_", "-")] == v for k, v in knobs.items()):
+            return case
+    return None
 
 
 def collect(args: Args, model: str, n: int) -> tuple[list[dict], list[dict]]:

@@ -7,7 +7,7 @@ draw). Each is met by every aggregation option, all behind update admission
 (``fl_r2sp/server/admission.py``, default knobs: 10 x the median delta norm):
 
 * ``mean``, ``median``, ``trimmed-mean``, ``krum``: the intra-group aggregate, cosine filter off;
-* ``filter+mean``: the paper's setting, mean with the cosine outlier filter;
+* ``filter+mean``: the paper's setting, mean with the cosine outlier filter (the paper's rule);
 * ``mean-no-norm``: mean without the norm check (``admission-norm-factor = 0``), to show
   what the bound buys (non-finite updates are still refused).
 
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.common import provenance
+from experiments.common.conf import PAPER_FILTER
 from experiments.common.run_cache import (
     Args,
     aggregate,
@@ -99,7 +100,9 @@ def config(scale: str, seed: int, attack: str, count: int, option: str):
         seed=seed,
         plots=False,
         **size,
-        **OPTIONS[option],
+        # The paper's rule under every option (the engine default is `relative`): the filter
+        # options keep meaning the paper's filter, the others their logged streaks.
+        **{**PAPER_FILTER, **OPTIONS[option]},
         attack=attack,
         attack_fraction=count / size["num_partitions"],
         krum_malicious=f,

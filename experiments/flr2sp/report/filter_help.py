@@ -4,13 +4,16 @@ Its tables (:func:`sec_filter_rules`): per partition and case the seeds that ran
 accuracy, the paired gain over the filter switched off, honest clients blacklisted, recall,
 bans refused by the cap and the time to the paper's stagnation rule; cells that did not run
 say so. Its reading (:func:`note_filter_rules`): each candidate rule's verdict by the rule
-stated in :func:`experiments.flr2sp.filter_rules.verdicts` and the default it chooses. No
+stated in :func:`experiments.flr2sp.filter_rules.verdicts`, the default it chooses and whether
+that is the engine's default (read from :class:`~fl_r2sp.strategies.params.OutlierParams`). No
 string literal here holds a digit (a test checks it).
 """
 
 from __future__ import annotations
 
+from experiments.flr2sp.filter_rules import engine_case
 from experiments.flr2sp.report.formats import Summary, mean, ms, num, one, pct, table
+from fl_r2sp.strategies.params import scheme_defaults
 
 #: What a cell that never runs stands for.
 SAME_AS = {("oracle", "none"): "= off (no outliers to exclude)"}
@@ -74,6 +77,23 @@ def sec_filter_rules(d: Summary) -> list[str]:
     ]
 
 
+def _engine(chosen: str) -> str:
+    """Whether the engine's default (read from the code) is the default these records chose."""
+    keys = scheme_defaults()
+    knobs = (
+        f"`outlier-filter = {str(keys['outlier-filter']).lower()}`, "
+        f"`outlier-rule = {keys['outlier-rule']}`"
+    )
+    case = engine_case()
+    if case == chosen:
+        return f" It is the engine's default ({knobs}, `OutlierParams`)."
+    what = "no case of this item" if case is None else f"`{case}`"
+    return (
+        f" The engine's default ({knobs}) is {what}, not the default these records choose: "
+        "the code and the records disagree until one of them is updated."
+    )
+
+
 def note_filter_rules(d: Summary, _: dict[str, Summary]) -> str:
     rule = d["rule"]
     met = [v["case"] for v in d["verdicts"] if v["status"] == "meets"]
@@ -100,6 +120,7 @@ def note_filter_rules(d: Summary, _: dict[str, Summary]) -> str:
             "No rule meets it, so the default is the filter switched off "
             "(`outlier-filter = false`)."
         )
+    text += _engine(d["default"])
     if seeds <= 1:
         text += " Some cells rest on one seed: an indication, not a measurement."
     return text

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from experiments.common.conf import scale_settings
+from experiments.common.conf import SCALES, scale_settings
 from experiments.common.run_cache import (
     aggregate,
     build_config,
@@ -18,8 +18,12 @@ from experiments.common.run_cache import (
     round_units,
     write_csv,
 )
+from experiments.flr2sp.fig15 import SCHEMES
 from experiments.flr2sp.fig17 import peak
+from experiments.flr2sp.filter_rules import CASES
+from experiments.flr2sp.outliers import CLEAN
 from experiments.flr2sp.runs import _label, comm, ratio
+from fl_r2sp.config import RunConfig
 
 
 def test_round_units_per_strategy():
@@ -42,6 +46,22 @@ def test_build_config_applies_rounds_and_bsp_single_group():
     asp = build_config("training", "smoke", 0, strategy="asp", model="mlp")
     assert asp.dataset == "digits"
     assert (asp.max_updates, asp.eval_every) == (4 * 6, 6)  # ceil(0.75 * 8) = 6 per round
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_paper_items_keep_the_papers_filter_rule(scale):
+    # The engine's default rule is `relative` since issue 19; every item built on the scale
+    # settings keeps the paper's rule, filter on or off, so its configuration (and the stored
+    # configurations of its cached runs) are those from before the change.
+    assert RunConfig().outlier_rule != "paper"
+    cfgs = [build_config(family, scale, 0) for family in ("timing", "training")]
+    cfgs += [build_config("training", scale, 0, **diff) for diff in SCHEMES.values()]
+    cfgs += [build_config("training", scale, 0, **diff) for diff in CLEAN.values()]
+    assert all(cfg.outlier_rule == "paper" for cfg in cfgs)
+    assert [cfg.outlier_filter for cfg in cfgs[:2]] == [True, True]
+    # The filter-rules item names each case's rule itself (the filter-off case keeps the base's).
+    rules = {c: build_config("training", scale, 0, **k).outlier_rule for c, k in CASES.items()}
+    assert rules == {c: k.get("outlier_rule", "paper") for c, k in CASES.items()}
 
 
 def test_config_key_ignores_output_only_fields_and_defaults():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments.flr2sp import filter_rules as fr
+from experiments.flr2sp.report import filter_help
 from experiments.flr2sp.report.filter_help import note_filter_rules, sec_filter_rules
 
 
@@ -113,3 +114,30 @@ def test_planned_order_is_the_priority_order():
     assert [s for _, _, s in plan[:first_later]] == sorted(s for _, _, s in plan[:first_later])
     assert plan[0] == ("off", "paper", 0)
     assert ("oracle", "none", 0) not in plan
+
+
+def _met(default: str) -> dict:
+    """A summary whose verdict chose ``default`` (3 seeds, nothing failing)."""
+    rule = dict(min_gain=fr.MIN_GAIN, max_honest_share=fr.MAX_HONEST_SHARE, min_seeds=3)
+    verdicts = [dict(case=default, status="meets", paired_seeds=3, why=[])]
+    return dict(rule=rule, verdicts=verdicts, table=[dict(case="off", n=3)], default=default)
+
+
+def test_engine_case_is_the_relative_rule_the_measurement_chose():
+    # The engine's default (OutlierParams) is the `relative` case's knobs, not its warm-up's.
+    assert fr.engine_case() == "relative"
+    note = note_filter_rules(_met("relative"), {})
+    assert "the default is `relative`. It is the engine's default" in note
+    assert "`outlier-filter = true`, `outlier-rule = relative`" in note
+    assert "disagree" not in note
+
+
+def test_note_says_when_the_engine_default_is_not_the_chosen_one(monkeypatch):
+    assert "the code and the records disagree" in note_filter_rules(_met("paper"), {})
+    # The note reads the engine's default from the code: switch it off and `off` agrees.
+    off = {**fr.scheme_defaults(), "outlier-filter": False}
+    monkeypatch.setattr(fr, "scheme_defaults", lambda: off)
+    monkeypatch.setattr(filter_help, "scheme_defaults", lambda: off)
+    assert fr.engine_case() == "off"
+    note = note_filter_rules(dict(_met("off"), verdicts=[]), {})
+    assert "It is the engine's default (`outlier-filter = false`" in note

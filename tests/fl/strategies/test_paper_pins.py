@@ -40,7 +40,7 @@ def test_defaults_are_the_papers_constants() -> None:
     assert {k: keys[k] for k in PAPER} == PAPER
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
     assert {k: declared["config"][k] for k in PAPER} == PAPER
-    group, outliers = GroupParams(), OutlierParams(enabled=True)
+    group, outliers = GroupParams(), OutlierParams(enabled=True, rule="paper")
     assert (group.fraction, group.ema_weight, group.gap_factor) == (0.75, 0.1, 1.0)
     assert (group.strict_order, group.aggregation) == (True, "mean")
     assert (outliers.cosine_threshold, outliers.rounds) == (0.5, 3)
@@ -143,7 +143,9 @@ def test_global_change_with_one_group_is_the_group_rule() -> None:
     runs = {}
     for ref in ("group", "global-change"):
         policy = FLR2SPPolicy(
-            4, GroupParams(num_groups=1, fraction=0.75), OutlierParams(enabled=True, reference=ref)
+            4,
+            GroupParams(num_groups=1, fraction=0.75),
+            OutlierParams(enabled=True, rule="paper", reference=ref),
         )
         drv = ScriptedDriver(policy)
         drv.start(np.zeros(6, np.float32))

@@ -72,7 +72,8 @@ def test_cosine() -> None:
 
 def test_outlier_filter_streak_reset_and_precision_recall() -> None:
     f = OutlierFilter(
-        OutlierParams(enabled=True, cosine_threshold=0.5, rounds=3), frozenset({2, 3})
+        OutlierParams(enabled=True, rule="paper", cosine_threshold=0.5, rounds=3),
+        frozenset({2, 3}),
     )
     assert math.isnan(f.precision())
     assert not f.observe(2, 0.1, 1.0)

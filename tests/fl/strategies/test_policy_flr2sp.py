@@ -117,7 +117,7 @@ def test_leave_one_out_reference() -> None:
     for ref in ("group", "group-loo"):
         group, outliers = (
             GroupParams(num_groups=1, fraction=1.0),
-            OutlierParams(enabled=True, reference=ref),
+            OutlierParams(enabled=True, rule="paper", reference=ref),
         )
         drv = ScriptedDriver(FLR2SPPolicy(3, group, outliers))
         drv.start([0, 0])
@@ -139,7 +139,7 @@ def blacklist_run(warmup: int = 0) -> ScriptedDriver:
     policy = FLR2SPPolicy(
         3,
         GroupParams(num_groups=1, fraction=1.0),
-        OutlierParams(enabled=True, warmup=warmup),
+        OutlierParams(enabled=True, rule="paper", warmup=warmup),
         known_outliers=frozenset({1, 2}),
     )
     drv = ScriptedDriver(policy)
