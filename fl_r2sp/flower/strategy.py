@@ -116,11 +116,17 @@ class EventDrivenStrategy(Strategy):
             c.gap_factor,
             c.ema_weight,
         )
+        # Only the knobs of the rule in use: beta means nothing to the relative rule.
+        cut = (
+            f"k={c.outlier_mad_k:g}, floor={c.outlier_mad_floor:g}, cap={c.outlier_cap:g}"
+            if c.outlier_rule == "relative"
+            else f"beta={c.cosine_threshold:.2f}"
+        )
         log.info(
-            "\t└── outlier filter %s (rule %s, beta=%.2f, %d rounds, warm-up %d)",
+            "\t└── outlier filter %s (rule %s, %s, %d rounds, warm-up %d)",
             c.outlier_filter,
             c.outlier_rule,
-            c.cosine_threshold,
+            cut,
             c.outlier_rounds,
             c.outlier_warmup,
         )
