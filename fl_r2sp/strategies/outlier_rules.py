@@ -3,9 +3,10 @@
 The outlier filter (:class:`~fl_r2sp.strategies.outliers.OutlierFilter`) counts
 consecutive low scores; the rule (run-config key ``outlier-rule``) says what *low* is:
 
-* ``"paper"`` (default): below the fixed threshold β (``cosine-threshold``), the paper's rule
-  exactly; no cap, no probation;
-* ``"relative"``: below the group round's robust centre by more than k robust deviations,
+* ``"paper"``: below the fixed threshold β (``cosine-threshold``), the paper's rule exactly;
+  no cap, no probation;
+* ``"relative"`` (default, by issue 19's measurement): below the group round's robust
+  centre by more than k robust deviations,
   ``score < median - k * max(MAD_SCALE * MAD, floor)`` over the scores of that group round
   (the modified z-score of Iglewicz and Hoaglin, one-sided); the floor keeps a group whose
   honest scores agree closely from flagging a member for a small dip; at most

@@ -14,7 +14,7 @@ from fl_r2sp.server.runner import run
 
 def digits_cfg(**kw) -> RunConfig:
     """8 clients in 2 groups, 2 local iterations, 8 global updates (4 rounds per group),
-    the filter on (off by default)."""
+    the filter on (explicit: these tests do not depend on the default)."""
     base = dict(
         outlier_filter=True,
         num_partitions=8,
