@@ -153,7 +153,7 @@ class Worker:
             wait_get(self.store, P.calibration_key("up", v), timeout, delete=False)
         b = self.cfg.batch_size  # a first batch, not taken from the stream: same data order
         x, y = self.data.train.x[:b], self.data.train.y[:b]
-        own = compute_model.calibrate(lambda: self._gradient(x, y), int(x.shape[0]))
+        own = compute_model.calibrate(lambda: self._pass(x, y), int(x.shape[0]))
         set_json(self.store, P.calibration_key("cost", self.w), {"cost": own})
         costs = [float(wait_get(self.store, P.calibration_key("cost", v), timeout,
                                 delete=False)["cost"]) for v in workers]  # fmt: skip
@@ -207,8 +207,13 @@ class Worker:
             time.sleep(self.cfg.scripted_compute[self.w][k])
             self.grad.zero_()
             return math.nan
+        return self._pass(*self.stream.take(batch))
+
+    def _pass(self, x: torch.Tensor, y: torch.Tensor) -> float:
+        """Load the pulled parameters, then :meth:`_gradient`: the work an iteration's
+        ``compute_s`` times, so the emulated compute's calibration times the same."""
         nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
-        return self._gradient(*self.stream.take(batch))
+        return self._gradient(x, y)
 
     def _gradient(self, x: torch.Tensor, y: torch.Tensor) -> float:
         """Forward + backward on ``(x, y)`` into ``self.grad``; returns the batch loss."""
