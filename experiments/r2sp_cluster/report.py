@@ -150,11 +150,25 @@ def _compute_note(tuned: Mapping[str, str], untuned: Mapping[str, str]) -> str:
         "per-sample cost × batch × its multiplier, served by sleeping, so tuned batches no "
         "longer take real CPU from the other workers; the real pass outlasted the emulated "
         f"time (and set the iteration) in {num(tuned.get('overrun_share'))} of the tuned "
-        f"iterations and {num(untuned.get('overrun_share'))} of the untuned ones. Each run "
-        "measures its workers' per-sample costs at its start, on this shared machine, so the "
-        "emulated devices' speeds differ between runs and between the workers of a run; the "
-        "time ratio, paired by seed over the seeds where both arms reached the target, carries "
-        "that noise."
+        f"iterations and {num(untuned.get('overrun_share'))} of the untuned ones. "
+        + _cost_note(tuned, untuned)
+    )
+
+
+def _cost_note(tuned: Mapping[str, str], untuned: Mapping[str, str]) -> str:
+    """How the emulated devices' base cost was set (records before the shared cost: per worker)."""
+    if _float(tuned.get("sample_cost_s")) is None:
+        return (
+            "Each run measures its workers' per-sample costs at its start, on this shared "
+            "machine, so the emulated devices' speeds differ between runs and between the "
+            "workers of a run; the time ratio, paired by seed over the seeds where both arms "
+            "reached the target, carries that noise."
+        )
+    return (
+        "Every worker of a run shares one base per-sample cost, measured once per run with all "
+        f"workers computing at once (mean {num(tuned.get('sample_cost_s'), 5)} s/sample in the "
+        f"tuned runs, {num(untuned.get('sample_cost_s'), 5)} in the untuned ones), so the "
+        "emulated devices differ between runs only by the machine's load at calibration."
     )
 
 

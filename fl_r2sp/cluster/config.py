@@ -72,6 +72,10 @@ class ClusterConfig:
         "real": compute times are what this machine gives; "emulated": each worker's compute
         lasts its measured per-sample cost × batch × multiplier, served by sleeping
         (:mod:`fl_r2sp.cluster.runtime.ps.compute_model`; PS family only).
+    sample_cost_s : float or None [None]
+        The emulated compute's base per-sample cost in seconds, shared by every worker;
+        None ("auto") measures it once per run (all workers together, median). Only with
+        ``compute_model = "emulated"``.
     scripted_compute : tuple of tuple of float [()]
         Per-worker, per-iteration compute times: the worker sleeps them instead of training
         and pushes zero gradients (for the runtime-versus-twin test; empty = train).
@@ -116,6 +120,7 @@ class ClusterConfig:
     compute_multipliers: tuple[float, ...] = ()
     iteration_delays: tuple[float, ...] = ()
     compute_model: str = "real"
+    sample_cost_s: float | None = None
     scripted_compute: tuple[tuple[float, ...], ...] = ()
     devices: tuple[str, ...] = ("cpu",)
     threads: int = 1
@@ -230,6 +235,11 @@ class ClusterConfig:
             raise ValueError(
                 f"unknown compute_model {self.compute_model!r}; choose real or emulated"
             )
+        if self.sample_cost_s is not None:
+            _check_float("sample_cost_s", self.sample_cost_s, low=0.0, low_open=True)
+            if self.compute_model != "emulated":
+                raise ValueError("sample_cost_s (--sample-cost) sets the emulated devices' "
+                                 "speed: it needs compute_model emulated")  # fmt: skip
         if self.scripted_compute:
             if len(self.scripted_compute) != self.workers:
                 raise ValueError(

@@ -6,9 +6,10 @@ unthrottled; target loss 2.2; the idle rule (:func:`fl_r2sp.cluster.policies.idl
 At most 80 iterations per worker: with 40, neither arm held the target in any of 3 seeds (final
 mean losses 2.19 and 2.20 against 2.2), so the item could not say whether tuning shortens the
 time to it.
-Emulated dedicated devices (``compute_model="emulated"``): a worker's compute lasts its measured
-per-sample cost × batch × multiplier, so a tuned batch does not slow the other workers by
-taking this shared machine's cores (the paper's workers are separate machines).
+Emulated dedicated devices (``compute_model="emulated"``): a worker's compute lasts the run's
+base per-sample cost (``sample_cost_s`` auto: measured once per run by all workers together,
+median, the same for every worker) × batch × multiplier, so a tuned batch does not slow the
+other workers by taking this shared machine's cores (the paper's workers are separate machines).
 """
 
 from __future__ import annotations

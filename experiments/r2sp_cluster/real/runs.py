@@ -19,7 +19,8 @@ Measures of one run (computed from its ``workers.csv``, :func:`analyse`):
   with iteration >= 1; **staleness**: how many pushes had each staleness (updates other workers
   applied between the pull and the push); **overrun_share**: under the emulated compute model,
   the share of iterations whose real pass outlasted the emulated device's time (those took the
-  real time, so the machine's load reached them).
+  real time, so the machine's load reached them); **sample_cost_s**: the run's base per-sample
+  cost shared by its workers (measured once per run, ``auto``).
 
 A run that never meets the rule within its iteration cap has no iterations/time to target
 (shown as n/a). Verdict rule: the report's (:func:`experiments.r2sp_cluster.twin.setting.judge`);
@@ -55,6 +56,7 @@ from experiments.common.run_cache import write_csv, write_json
 from experiments.r2sp_cluster.twin.setting import judge
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
+from fl_r2sp.cluster.runtime.ps.compute_model import emulation_summary
 from fl_r2sp.cluster.telemetry import read_rows
 
 #: Paper (cluster figures; docs/paper-notes.md §3.5): R²SP's iteration is ~30% shorter than
@@ -174,12 +176,11 @@ def _split(rows: Sequence[Mapping[str, str]]) -> dict[str, Any]:
         if r.get("staleness") not in (None, ""):
             k = str(int(float(r["staleness"])))
             stale[k] = stale.get(k, 0) + 1
-    over = [r["overrun"] == "True" for r in rows if r.get("overrun") not in (None, "")]
     return {
         "blocking_s": sum(float(r["blocking_s"]) for r in rows) / n,
         "active_s": sum(float(r[k]) for r in rows for k in ("pull_s", "compute_s", "push_s")) / n,
         "staleness": dict(sorted(stale.items(), key=lambda kv: int(kv[0]))),
-        "overrun_share": sum(over) / len(over) if over else None,
+        **emulation_summary(rows),
     }
 
 
@@ -292,7 +293,8 @@ def run_rows(recs: Records) -> list[dict[str, Any]]:
         {"label": lab, "seed": seed, **{m: r[m] for m in METRICS}, "pushes": r["pushes"],
          "mean_batch": r["mean_batch"], "final_mean_loss": r["final_mean_loss"],
          "staleness": staleness_text(r["staleness"]), "overrun_share": r["overrun_share"],
-         "status": r["summary"]["status"], "wall_s": r["wall_s"], "load_avg": r["load_avg"]}
+         "sample_cost_s": r.get("sample_cost_s"), "status": r["summary"]["status"],
+         "wall_s": r["wall_s"], "load_avg": r["load_avg"]}
         for (lab, seed), r in sorted(recs.items(), key=lambda kv: (kv[0][1], kv[0][0]))
     ]  # fmt: skip
 
@@ -308,6 +310,7 @@ def means(recs: Records, lab: str, seeds: Sequence[int]) -> dict[str, Any]:
                      f"/{len(seeds)}"  # fmt: skip
     row["final_loss"] = mean([recs[(lab, s)]["final_mean_loss"] for s in seeds])
     row["overrun_share"] = mean([recs[(lab, s)]["overrun_share"] for s in seeds])
+    row["sample_cost_s"] = mean([recs[(lab, s)].get("sample_cost_s") for s in seeds])
     row["staleness"] = staleness_text(pooled_staleness(recs, lab, seeds))
     return row
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.runtime.common.cli_values import parse_floats as _floats
+from fl_r2sp.cluster.runtime.common.cli_values import parse_sample_cost
 from fl_r2sp.cluster.runtime.common.run_config import RunConfig
 from fl_r2sp.cluster.schemes import SCHEMES, Family, families, names_of, scheme
 
@@ -83,6 +84,9 @@ def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a("--compute-model", choices=("real", "emulated"), default=d.compute_model,
       help="real compute times, or measured cost x batch x multiplier served by sleeping "
            f"(emulated dedicated devices) [{d.compute_model}]")  # fmt: skip
+    a("--sample-cost", type=parse_sample_cost, default=d.sample_cost_s, metavar="auto|SECONDS",
+      help="emulated compute's per-sample cost shared by every worker: auto (measured once per "
+           "run, all workers together, median) or seconds > 0 [auto]")  # fmt: skip
     a("--delays", type=_floats, default=d.iteration_delays,
       help="per-worker injected delay per iteration in s, comma-separated")  # fmt: skip
     a("--devices", type=_names, default=d.devices,
@@ -109,7 +113,7 @@ def _base_config(ns: argparse.Namespace) -> ClusterConfig:
         loss_threshold=ns.loss_threshold, convergence_window=ns.convergence_window,
         server_bandwidth_mb_s=ns.server_bandwidth, chunk_kb=ns.chunk_kb,
         compute_multipliers=ns.compute_multipliers, iteration_delays=ns.delays,
-        compute_model=ns.compute_model,
+        compute_model=ns.compute_model, sample_cost_s=ns.sample_cost,
         devices=ns.devices, threads=ns.threads, seed=ns.seed, timeout_s=ns.timeout,
         run_timeout_s=ns.run_timeout, run_dir=ns.run_dir, eval_samples=ns.eval_samples,
         progress_s=ns.progress, plots=not ns.no_plots,

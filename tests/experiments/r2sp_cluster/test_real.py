@@ -43,13 +43,16 @@ def test_analysis_replays_the_convergence_rule_on_push_order() -> None:
     assert got["active_s"] == pytest.approx(1.5 * 3 / 4)
     # Staleness of the rows with iteration >= 1: iterations 1, 1, 2 -> staleness 1, 1, 0.
     assert got["staleness"] == {"0": 1, "1": 2}
-    assert got["overrun_share"] is None  # real compute: no overrun column
+    assert got["overrun_share"] is None  # real compute: no overrun column, no base cost
+    assert got["sample_cost_s"] is None
 
 
 def test_overrun_share_counts_iterations_whose_real_pass_outlasted_the_emulation() -> None:
-    rows = [{**_row(0, k, k, k + 1.0, 2.0), "overrun": str(k == 2)} for k in range(4)]
-    # Iterations 1, 2, 3 count; only iteration 2 overran.
-    assert analyse(rows, workers=1, target=1.0, window=1)["overrun_share"] == pytest.approx(1 / 3)
+    rows = [{**_row(0, k, k, k + 1.0, 2.0), "overrun": str(k == 2), "cost_per_sample_s": "0.003"}
+            for k in range(4)]  # fmt: skip
+    # Iterations 1, 2, 3 count; only iteration 2 overran. The run's shared base cost comes along.
+    got = analyse(rows, workers=1, target=1.0, window=1)
+    assert got["overrun_share"] == pytest.approx(1 / 3) and got["sample_cost_s"] == 0.003
 
 
 def test_a_run_that_never_meets_the_target_has_no_time_to_it() -> None:
@@ -188,3 +191,16 @@ def test_the_cluster_code_version_covers_the_cluster_mode(tmp_path: Path) -> Non
     assert code_version(tmp_path) == fl  # the FL runs never import the cluster mode
     assert code_version(tmp_path, skip=()) != whole
     code_version.cache_clear()
+
+
+def test_the_tuning_note_names_the_shared_base_cost_where_the_runs_have_one() -> None:
+    from experiments.r2sp_cluster.report import _compute_note
+
+    tuned = {"overrun_share": "0.05", "sample_cost_s": "0.00312"}
+    untuned = {"overrun_share": "0.02", "sample_cost_s": "0.00298"}
+    shared = _compute_note(tuned, untuned)
+    assert "0.05 of the tuned iterations and 0.02 of the untuned" in shared
+    assert "one base per-sample cost" in shared and "0.00312 s/sample" in shared
+    assert "0.00298 in the untuned" in shared
+    old = _compute_note({"overrun_share": "0.05"}, {"overrun_share": "0.02"})
+    assert "per-sample costs at its start" in old and "one base" not in old

@@ -10,6 +10,7 @@ the table, so they cannot import the CLI.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 
 
@@ -25,6 +26,27 @@ def parse_floats(text: str) -> tuple[float, ...]:
         return tuple(float(v) for v in text.split(",") if v.strip())
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
+
+
+def parse_sample_cost(text: str) -> float | None:
+    """``"auto"`` -> None (measured per run); a finite number of seconds > 0 -> that number.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        If ``text`` is neither "auto" nor such a number.
+    """
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected auto or a finite per-sample cost in seconds > 0, got {text!r}"
+        )
+    return value
 
 
 def links_text(caps: Sequence[float]) -> str:

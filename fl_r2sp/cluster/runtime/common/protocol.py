@@ -123,6 +123,13 @@ def ready_key(worker: int) -> str:
     return f"{PREFIX}ready/{worker}"
 
 
+def calibration_key(stage: str, worker: int) -> str:
+    """Emulated compute's ``auto`` base cost: ``stage`` "up" (the worker is loaded and waits
+    for the others) or "cost" (its calibrated per-sample cost). Read, not deleted, by every
+    worker."""
+    return f"{PREFIX}calib/{stage}/{worker}"
+
+
 def ps_report_key(server: int) -> str:
     """End-of-run statistics of PS ``server`` (JSON)."""
     return f"{PREFIX}ps/{server}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import torch.distributed as dist
 from fl_r2sp.cluster.policies.common.base import ApplyMode, CoordinatorPolicy
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.ps import compute_model
 from fl_r2sp.cluster.runtime.ps.coordinator import Coordinator, CoordinatorResult
 from fl_r2sp.cluster.runtime.ps.server import ParameterServer
 from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
@@ -70,6 +72,11 @@ def run_leader(
             writer.ps_row(int(rep["shard"]), int(w), int(k), float(t))
     summary = _summary(ctx, result, writer.workers, reports, evaluation, errors)
     summary["lost_servers"] = lost_servers
+    if cfg.compute_model == "emulated":
+        summary.update(compute_model.emulation_summary(writer.workers))
+        warning = compute_model.overrun_warning(summary["overrun_share"])
+        if warning is not None:
+            print(f"[cluster] warning: {warning}", file=sys.stderr, flush=True)
     summary.update(getattr(ps, "summary_extra", dict)())
     writer.close(summary)
     if flat is not None:

@@ -15,9 +15,10 @@ compute-multiplier sleep and the injected delay: they emulate a slower machine),
 Heterogeneity: with multiplier ``m`` the worker sleeps ``(m - 1)·c`` after a compute of ``c``
 seconds; ``iteration_delays[w]`` adds a fixed sleep. With ``compute_model = "emulated"`` the
 compute instead lasts ``cost · batch · m`` on an emulated dedicated device
-(:mod:`~fl_r2sp.cluster.runtime.ps.compute_model`; the per-sample cost is measured once before
-the ready signal). With ``scripted_compute`` the worker does
-not train: it sleeps the scripted time and pushes a zero gradient (loss NaN).
+(:mod:`~fl_r2sp.cluster.runtime.ps.compute_model`; the per-sample cost, shared by every
+worker, is ``sample_cost_s`` or measured once by all workers together before the ready
+signal). With ``scripted_compute`` the worker does not train: it sleeps the scripted time and
+pushes a zero gradient (loss NaN).
 
 Faults: if a transfer with a parameter server fails the worker sets the fatal key naming that
 server and leaves. The test hook ``FL_R2SP_CLUSTER_KILL="<worker>:<iteration>"`` makes that
@@ -120,9 +121,7 @@ class Worker:
         # would otherwise inflate the first iteration's time and R²SP's estimate of T.
         self._transfer(lambda: self.links.pull(self.flat, 0, 0), "warm-up pull")
         if self.cfg.compute_model == "emulated" and self.data is not None:
-            b = self.cfg.batch_size  # a first batch, not taken from the stream: same data order
-            x, y = self.data.train.x[:b], self.data.train.y[:b]
-            self.cost = compute_model.calibrate(lambda: self._gradient(x, y), int(x.shape[0]))
+            self.cost = self._base_cost()
         set_json(self.store, P.ready_key(self.w), {"t": self.ctx.now()})
         t_req = time.perf_counter()
         k = 0
@@ -142,6 +141,23 @@ class Worker:
             set_json(self.store, P.request_key(self.w, k), row)
             k += 1
         self._transfer(self.links.bye, "sending BYE")
+
+    def _base_cost(self) -> float:
+        """The run's shared per-sample cost: ``sample_cost_s``, or (auto) the median of every
+        worker's calibration, made at once after all are loaded (:mod:`..compute_model`)."""
+        if self.cfg.sample_cost_s is not None:
+            return self.cfg.sample_cost_s
+        workers, timeout = range(self.cfg.workers), self.cfg.timeout_s
+        set_json(self.store, P.calibration_key("up", self.w), {})
+        for v in workers:
+            wait_get(self.store, P.calibration_key("up", v), timeout, delete=False)
+        b = self.cfg.batch_size  # a first batch, not taken from the stream: same data order
+        x, y = self.data.train.x[:b], self.data.train.y[:b]
+        own = compute_model.calibrate(lambda: self._pass(x, y), int(x.shape[0]))
+        set_json(self.store, P.calibration_key("cost", self.w), {"cost": own})
+        costs = [float(wait_get(self.store, P.calibration_key("cost", v), timeout,
+                                delete=False)["cost"]) for v in workers]  # fmt: skip
+        return compute_model.shared_cost(costs)
 
     def _iterate(self, k: int, batch: int, t_req: float, t_perm: float) -> dict[str, Any] | None:
         """Pull, compute, push iteration ``k``; return its telemetry (None on ABORT)."""
@@ -191,8 +207,13 @@ class Worker:
             time.sleep(self.cfg.scripted_compute[self.w][k])
             self.grad.zero_()
             return math.nan
+        return self._pass(*self.stream.take(batch))
+
+    def _pass(self, x: torch.Tensor, y: torch.Tensor) -> float:
+        """Load the pulled parameters, then :meth:`_gradient`: the work an iteration's
+        ``compute_s`` times, so the emulated compute's calibration times the same."""
         nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
-        return self._gradient(*self.stream.take(batch))
+        return self._gradient(x, y)
 
     def _gradient(self, x: torch.Tensor, y: torch.Tensor) -> float:
         """Forward + backward on ``(x, y)`` into ``self.grad``; returns the batch loss."""
