@@ -71,7 +71,8 @@ class ClusterConfig:
     compute_model : str ["real"]
         "real": compute times are what this machine gives; "emulated": each worker's compute
         lasts its measured per-sample cost × batch × multiplier, served by sleeping
-        (:mod:`fl_r2sp.cluster.runtime.ps.compute_model`; PS family only).
+        (:mod:`fl_r2sp.cluster.runtime.ps.compute_model`; PS family only; OSP refuses it: its
+        worker runs its own loop on real compute).
     sample_cost_s : float or None [None]
         The emulated compute's base per-sample cost in seconds, shared by every worker;
         None ("auto") measures it once per run (all workers together, median). Only with
@@ -161,6 +162,11 @@ class ClusterConfig:
         self._check_numbers()
         self._check_per_worker()
         self.scheme.check_job(self.workers, self.servers, self.momentum)
+        if self.compute_model == "emulated" and not self.scheme.emulated_compute:
+            raise ValueError(
+                f"--compute-model emulated is not built for --scheme {self.scheme_name} (its "
+                "worker runs its own loop on real compute times); use --compute-model real"
+            )
         bad = [d for d in self.devices if not _DEVICE.match(d)]
         if not self.devices or bad:
             raise ValueError(f"devices must be cpu, cuda or cuda:<i>, got {list(self.devices)}")

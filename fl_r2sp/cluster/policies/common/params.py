@@ -35,10 +35,15 @@ class PSParams(ABC):
         The scheme's name (the dataclass field's default).
     variants : tuple of str, class attribute, default ()
         Other names the same record runs under (empty: only the default name).
+    emulated_compute : bool, class attribute, default True
+        Whether the scheme's worker serves ``--compute-model emulated`` (the PS worker loop
+        does; a scheme with its own loop that never calibrates sets False, so the setting is
+        refused rather than silently ignored).
     """
 
     scheme: str
     variants: ClassVar[tuple[str, ...]] = ()
+    emulated_compute: ClassVar[bool] = True
 
     @property
     def colocated(self) -> bool:

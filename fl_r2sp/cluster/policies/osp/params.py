@@ -51,6 +51,8 @@ class OSPParams(PSParams):
     """
 
     variants: ClassVar[tuple[str, ...]] = tuple(OSP_POLICIES)
+    # OSP's worker runs its own iteration loop (RS/ICS, LGP) and never calibrates a cost.
+    emulated_compute: ClassVar[bool] = False
     scheme: str = "osp"
     selection: str = "importance"
     lgp: bool = True

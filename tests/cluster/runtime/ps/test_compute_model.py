@@ -139,3 +139,18 @@ def test_sample_cost_parses_auto_and_needs_the_emulated_model(
     assert "needs compute_model emulated" in capsys.readouterr().err
     with pytest.raises(ValueError, match="sample_cost_s"):
         ClusterConfig(compute_model="emulated", sample_cost_s=float("nan")).validate(False)
+
+
+@pytest.mark.parametrize("name", ["osp", "osp-c"])
+def test_osp_refuses_the_emulated_compute_model(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OSP's worker has its own loop and never calibrates: emulated compute would be silently
+    ignored (real compute times), so the setting is refused with exit 2."""
+    flags = ["--scheme", name, "--momentum", "0", "--workers", "2", "--servers", "2"]
+    cfg, _ = parse(flags)  # real compute: accepted
+    assert isinstance(cfg, ClusterConfig) and cfg.compute_model == "real"
+    with pytest.raises(SystemExit) as exc:
+        parse([*flags, "--compute-model", "emulated"])
+    assert exc.value.code == 2
+    assert "--compute-model emulated is not built for --scheme " + name in capsys.readouterr().err
