@@ -8,9 +8,11 @@ SuperLink hands over a reply whose one object is "not available yet" for its fir
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
-from flwr.app import ConfigRecord, Message, MessageType, Metadata, RecordDict
+import pytest
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, Metadata, RecordDict
 from flwr.app.message import make_message
 from flwr.common.constant import ErrorCode
 from flwr.common.serde import message_to_proto
@@ -18,9 +20,14 @@ from flwr.proto.message_pb2 import ObjectTree, PullObjectResponse
 from flwr.proto.runtime_pb2 import PullAppMessagesResponse
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, get_object_tree
 from flwr.supercore.run import Run
+from flwr.superlink.grid import http_grid
 from flwr.superlink.grid.http_grid import HttpGrid
 
-from fl_r2sp.flower.object_wait import bounded_object_pulls
+from fl_r2sp.config import RunConfig
+from fl_r2sp.flower import grid_transport
+from fl_r2sp.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
+from fl_r2sp.strategies import FLR2SP
+from tests.fl.flower.test_liveness import TEMPLATE, FakeGrid, stand_in_message
 
 
 class _Runtime:
@@ -84,3 +91,25 @@ def test_none_keeps_flowers_wait() -> None:
     with bounded_object_pulls(None):
         (msg,) = grid.pull_messages(["m"])
     assert not msg.has_error() and runtime.pulls == 1 + len(runtime.objects)
+
+
+def test_a_wall_clock_run_pulls_every_reply_with_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grid_transport, "Message", stand_in_message)
+    grid = FakeGrid({11: 0, 12: 1}, num_partitions=2)
+    bounds: list[object] = []  # the object wait in force at each pull
+    pull = grid.pull_messages
+
+    def pull_recording(ids: list[str]) -> list[Any]:
+        bounds.append(getattr(vars(http_grid)["pull_objects"], "keywords", {}).get("max_time"))
+        return pull(ids)
+
+    grid.pull_messages = pull_recording  # type: ignore[method-assign]
+    cfg = RunConfig(
+        clock="wall", num_partitions=2, num_groups=1, max_updates=1, timing_only=True,
+        plots=False, run_dir=str(tmp_path), node_wait=5.0,
+    )  # fmt: skip
+    FLR2SP(cfg).start(grid=grid, initial_arrays=ArrayRecord(TEMPLATE), num_rounds=1, timeout=30)
+    assert bounds and set(bounds) == {OBJECT_WAIT}
+    assert "keywords" not in dir(vars(http_grid)["pull_objects"])  # restored after the run
