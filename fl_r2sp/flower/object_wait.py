@@ -12,7 +12,8 @@ inside that call: no other reply is handled, no lost node noticed, no node re-at
 timer fired. The chaos e2e run saw it in three runs of four on a loaded machine: 160-180 s
 without any event after one such reply, so no global update came within the test's wait.
 
-:func:`bounded_object_pulls` caps that wait at :data:`OBJECT_WAIT`: past it the reply becomes
+:func:`bounded_object_pulls` caps that wait at :data:`OBJECT_WAIT` (it ends at Flower's first
+retry past it, so up to ~10 s later): then the reply becomes
 Flower's own error message for it ("Reply message objects are unavailable ..."), which the
 transport turns into a failed job that the loop re-sends (``docs/architecture.md`` §9), as
 it would have after 180 s.
