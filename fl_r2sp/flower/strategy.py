@@ -50,6 +50,7 @@ from flwr.serverapp.strategy import Result, Strategy
 from fl_r2sp.config import RunConfig
 from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.node_manifest import read_manifest
+from fl_r2sp.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
 from fl_r2sp.flower.records import MetricValue, arrays_of, number
 from fl_r2sp.flower.retry import RetryPolicy
 from fl_r2sp.models.weights import flatten, unflatten
@@ -175,34 +176,38 @@ class EventDrivenStrategy(Strategy):
         self.summary()
         virtual = cfg.clock == "virtual"
         retry = RetryPolicy(total=cfg.grid_retry_time)
-        pmap = find_partitions(
-            grid,
-            timeout=cfg.node_wait,
-            expected=cfg.num_partitions,
-            wait_for_all=not virtual or not cfg.allow_missing_nodes,
-            allow_missing=cfg.allow_missing_nodes,
-            retry=retry,
-            grace=cfg.node_grace,
-            bindings=read_manifest(cfg.node_manifest) if cfg.node_manifest else None,
-        )
-        # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
-        # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
-        # Wall clock with an adaptive job limit (job-timeout-factor): the limit may grow past
-        # job-timeout, so the loop, not the TTL, decides when a job failed.
-        long_ttl = virtual or cfg.job_timeout_factor > 0
-        ttl = max(timeout, float(DEFAULT_TTL)) if long_ttl else max(timeout, 60.0)
-        transport = GridTransport(
-            grid,
-            template,
-            pmap.node_of,
-            ttl=ttl,
-            virtual=virtual,
-            # Wall clock only: node loss and re-attachment are real-time events.
-            pmap=None if virtual else pmap,
-            retry=retry,
-        )
-        evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
-        out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
+        # Wall clock: a reply whose objects never arrive (a SuperNode stopped mid-upload) must
+        # not hold the whole run for Flower's 180 s object-push session (object_wait). Virtual
+        # clock: a lost reply stops the run anyway; a slow upload must not.
+        with bounded_object_pulls(None if virtual else OBJECT_WAIT):
+            pmap = find_partitions(
+                grid,
+                timeout=cfg.node_wait,
+                expected=cfg.num_partitions,
+                wait_for_all=not virtual or not cfg.allow_missing_nodes,
+                allow_missing=cfg.allow_missing_nodes,
+                retry=retry,
+                grace=cfg.node_grace,
+                bindings=read_manifest(cfg.node_manifest) if cfg.node_manifest else None,
+            )
+            # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
+            # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
+            # Wall clock with an adaptive job limit (job-timeout-factor): the limit may grow past
+            # job-timeout, so the loop, not the TTL, decides when a job failed.
+            long_ttl = virtual or cfg.job_timeout_factor > 0
+            ttl = max(timeout, float(DEFAULT_TTL)) if long_ttl else max(timeout, 60.0)
+            transport = GridTransport(
+                grid,
+                template,
+                pmap.node_of,
+                ttl=ttl,
+                virtual=virtual,
+                # Wall clock only: node loss and re-attachment are real-time events.
+                pmap=None if virtual else pmap,
+                retry=retry,
+            )
+            evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
+            out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
         return _to_result(out, template)
 
     # -- round-based hooks (one synchronous round over all nodes) --------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from fl_r2sp.flower.object_wait import OBJECT_WAIT
 from tests.e2e.progress import run_while_progressing
 from tests.paths import REPO
 from tests.scripts.test_chaos_report import load_chaos
@@ -29,10 +30,17 @@ pytestmark = pytest.mark.e2e
 #: Global updates the run makes (the stop rule: a count, not a time, so a loaded machine only
 #: makes the run slower).
 UPDATES = 8
+#: Seconds one group round may take on top of a failed job's wait (the watch's default floor:
+#: a round took 45-70 s at load 28 on 2 cores).
+ROUND = 180.0
 
 
 def test_two_kills_and_two_hostile_clients_leave_the_run_live(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
+    # The job timeout chaos.py would pick (it follows the load), set here so that the wait
+    # below knows the run's bound.
+    job_timeout = load_chaos().job_timeout_floor()
+    timeout_key = f"job-timeout={job_timeout}"
     cmd = [
         sys.executable,
         str(REPO / "scripts" / "chaos.py"),
@@ -42,13 +50,14 @@ def test_two_kills_and_two_hostile_clients_leave_the_run_live(tmp_path: Path) ->
         *("--timeout", "0", "--run-dir", str(runs)),
         # Over the script's keys: a count as the stop rule, and a log line per update (the
         # progress the test waits on).
-        *("--run-config", f"max-updates={UPDATES} time-budget=0 eval-every=1"),
+        *("--run-config", f"max-updates={UPDATES} time-budget=0 eval-every=1 {timeout_key}"),
     ]
-    # A group whose member's job was lost waits up to the job limit before it sends the job
-    # again, and the fixed group order holds the others meanwhile: the run may go that long
-    # plus a round without an update (seen: kills of two group-0 members at load 6-15 left
-    # 197 s without one, more than the default floor).
-    floor = load_chaos().job_timeout_floor() + 180.0
+    # The run's own bound on a gap: a job that brings no reply while its node stays online is
+    # failed after the job limit (at least job-timeout), a reply whose upload never completes
+    # after OBJECT_WAIT; then it is re-sent, and the fixed group order holds the other group
+    # meanwhile. So the run may go that long plus a round (the watch's default floor) without
+    # an update. A killed node's job fails at once (it leaves the online set).
+    floor = max(job_timeout, OBJECT_WAIT) + ROUND
     code, out = run_while_progressing(cmd, REPO, floor=floor)
     assert "chaos: 2 kills, 2 restarts" in out, out[-4000:]
     v = load_chaos().analyse(runs)

@@ -108,11 +108,13 @@ class FakeGrid:
 
 @pytest.fixture(autouse=True)
 def stand_in_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Flower builds real Messages only inside a running app.
-    def message(content: Any, dst: int, kind: str, ttl: float = 0.0) -> SimpleNamespace:
-        return SimpleNamespace(content=content, dst=dst, kind=kind)
+    monkeypatch.setattr(grid_transport, "Message", stand_in_message)
 
-    monkeypatch.setattr(grid_transport, "Message", message)
+
+def stand_in_message(content: Any, dst: int, kind: str, ttl: float = 0.0) -> SimpleNamespace:
+    """What the transport's ``Message(...)`` builds here (Flower builds real Messages only
+    inside a running app)."""
+    return SimpleNamespace(content=content, dst=dst, kind=kind)
 
 
 TEMPLATE = [np.zeros(2, np.float32)]
