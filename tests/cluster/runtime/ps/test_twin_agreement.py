@@ -61,8 +61,9 @@ def _permissions(trace: list[dict[str, Any]], iterations: int) -> list[tuple[int
     ]
 
 
-def _runtime(tmp: Path, params: PSParams, times: tuple[float, ...], iterations: int
-             ) -> tuple[list[tuple[int, ...]], Path]:  # fmt: skip
+def _scripted_run(tmp: Path, params: PSParams, times: tuple[float, ...], iterations: int
+                  ) -> Path:  # fmt: skip
+    """Run folder of a real run whose worker w computes ``times[w]`` s every iteration."""
     cfg = ClusterConfig(
         workers=len(times), servers=1, scheme=params, model="mlp", dataset="synthetic",
         batch_size=BATCH, max_iterations=iterations, timeout_s=20.0, run_timeout_s=60.0,
@@ -71,7 +72,12 @@ def _runtime(tmp: Path, params: PSParams, times: tuple[float, ...], iterations: 
     )  # fmt: skip
     run = run_local(cfg)
     assert run.summary is not None and run.summary["status"] == "ok", run
-    run_dir = Path(run.summary["run_dir"])
+    return Path(run.summary["run_dir"])
+
+
+def _runtime(tmp: Path, params: PSParams, times: tuple[float, ...], iterations: int
+             ) -> tuple[list[tuple[int, ...]], Path]:  # fmt: skip
+    run_dir = _scripted_run(tmp, params, times, iterations)
     with open(run_dir / "permissions.csv", newline="") as fh:
         return _permissions(list(csv.DictReader(fh)), iterations), run_dir
 
@@ -136,15 +142,7 @@ def test_r2sp_permission_times_and_blocking_match_the_twin(tmp_path: Path) -> No
         compute_times={w: [t] * iterations for w, t in enumerate(times)},
     )  # fmt: skip
     twin = simulate(spec)
-    cfg = ClusterConfig(
-        workers=3, servers=1, scheme=params, model="mlp", dataset="synthetic",
-        batch_size=BATCH, max_iterations=iterations, timeout_s=20.0, run_timeout_s=60.0,
-        run_dir=str(tmp_path), eval_samples=0, progress_s=0.0, plots=False,
-        scripted_compute=tuple((t,) * iterations for t in times),
-    )  # fmt: skip
-    run = run_local(cfg)
-    assert run.summary is not None and run.summary["status"] == "ok", run
-    run_dir = Path(run.summary["run_dir"])
+    run_dir = _scripted_run(tmp_path, params, times, iterations)
     tol = 2 * _overhead_s(run_dir)
     with open(run_dir / "permissions.csv", newline="") as fh:
         got = _grant_times(list(csv.DictReader(fh)), iterations)
