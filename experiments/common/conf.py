@@ -138,6 +138,46 @@ TRAINING: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     }
 )
 
+#: The main job (``flwr run .`` with the app's defaults) as a training setting beside the
+#: scales: not a ``--scale`` of every item, only of the items that compare against what users
+#: run (the filter-rules item, issue 19). Its values are :func:`main_job_settings`'.
+MAIN_JOB = "main-job"
+
+
+def main_job_settings() -> dict[str, Any]:
+    """The main job as a training setting: every ``RunConfig`` field at its default.
+
+    ``RunConfig``'s defaults are the app's (``pyproject.toml``'s ``[tool.flwr.app.config]``
+    mirrors them, tested), so nothing is typed twice. The model is resolved (``auto`` -> the
+    data set's model), ``models`` is that model and ``rounds`` is ``max_updates`` in
+    BSP-round equivalents, from which ``build_config`` derives ``max_updates`` and
+    ``eval_every`` back (digits MLP, 32 clients in 4 groups: 15 rounds of 4 updates).
+
+    Raises
+    ------
+    ValueError
+        When the defaults' ``max_updates`` is not whole rounds or ``eval_every`` is not one
+        evaluation per round: ``build_config`` could not reproduce the main job then.
+    """
+    # Lazy: run_cache imports this module, and the engine's config is not needed elsewhere here.
+    from experiments.common.run_cache import round_units
+    from fl_r2sp.config import RunConfig
+    from fl_r2sp.models.registry import resolve_model_name
+
+    cfg = RunConfig()
+    unit = round_units(cfg.strategy, cfg.num_partitions, cfg.groups, cfg.fraction, cfg.buffer_size)
+    if cfg.max_updates % unit or cfg.eval_every != unit:
+        raise ValueError(
+            f"the main job's max-updates {cfg.max_updates} / eval-every {cfg.eval_every} are not "
+            f"whole rounds of {unit} updates with one evaluation each"
+        )
+    model = resolve_model_name(cfg.model, cfg.dataset)
+    settings = {k.replace("-", "_"): v for k, v in cfg.to_run_config().items()}
+    # plots: output only (never in a run's key); the item runs write no run folders.
+    rounds = cfg.max_updates // unit
+    return dict(settings, model=model, models=(model,), rounds=rounds, plots=False)
+
+
 #: Default seeds (headline numbers are mean +- std over these).
 DEFAULT_SEEDS = (0, 1, 2)
 
@@ -148,6 +188,8 @@ META_KEYS = ("rounds", "models")
 def scale_settings(family: str, scale: str) -> dict[str, Any]:
     """A copy of the settings of ``family`` ("timing" or "training") at ``scale``.
 
+    ``scale`` may also be :data:`MAIN_JOB` for the training family (:func:`main_job_settings`).
+
     Raises
     ------
     ValueError
@@ -156,6 +198,8 @@ def scale_settings(family: str, scale: str) -> dict[str, Any]:
     table = {"timing": TIMING, "training": TRAINING}.get(family)
     if table is None:
         raise ValueError(f"unknown settings family {family!r}; use 'timing' or 'training'")
+    if family == "training" and scale == MAIN_JOB:
+        return main_job_settings()
     if scale not in table:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
     return dict(table[scale])

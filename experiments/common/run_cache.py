@@ -64,14 +64,20 @@ class Args:
         return path
 
 
-def parse_args(item: str, doc: str | None, argv: Sequence[str] | None = None) -> Args:
-    """Parse ``--scale``, ``--seeds``, ``--out`` (defaults: laptop, 0,1,2, experiments/results)."""
+def parse_args(
+    item: str, doc: str | None, argv: Sequence[str] | None = None, scales: Sequence[str] = SCALES
+) -> Args:
+    """Parse ``--scale``, ``--seeds``, ``--out`` (defaults: laptop, 0,1,2, experiments/results).
+
+    ``scales`` are the ``--scale`` choices (default: :data:`~experiments.common.conf.SCALES`;
+    an item may add a setting such as :data:`~experiments.common.conf.MAIN_JOB`).
+    """
     parser = argparse.ArgumentParser(
         prog=f"python -m experiments.flr2sp.{item}",
         description=doc,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--scale", choices=SCALES, default="laptop")
+    parser.add_argument("--scale", choices=scales, default="laptop")
     parser.add_argument(
         "--seeds",
         default=",".join(map(str, DEFAULT_SEEDS)),

@@ -1,7 +1,12 @@
 """Making the filter help (issue 19): which outlier rule, if any, beats the filter switched off.
 
 FL-R²SP, real training at the scale's size (laptop: CNN on CIFAR-10, 32 clients in 4 groups
-of 8, C = 0.75), one run per (case, partition, seed), paired by seed:
+of 8, C = 0.75), one run per (case, partition, seed), paired by seed. ``--scale main-job`` runs
+the main job instead (``flwr run .``: the app's defaults, digits MLP, 32 clients in 4 groups of
+8, tau 20, lr 0.1, 60 global updates, evaluated every 4, no convergence window:
+``conf.main_job_settings``), which is what users run. Each setting's records go to their own
+folder (:func:`record_item`: ``filter_rules`` at laptop scale, ``filter_rules_main_job``, ...).
+``--cases`` and ``--partitions`` (comma-separated; default all) restrict the sweep.
 
 * cases (:data:`CASES`): the filter off; ``oracle`` (the known outliers excluded at t = 0:
   the ceiling of any filter); the paper's rule (cosine < 0.5 for 3 rounds); ``relative``
@@ -31,13 +36,18 @@ run of the same partition and seed. The verdict rule is :func:`verdicts`.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.common.conf import scale_settings
+from experiments.common.conf import MAIN_JOB, SCALES, scale_settings
 from experiments.common.run_cache import Args, aggregate, finish, models, parse_args
 from experiments.flr2sp.runs import training
 from fl_r2sp.strategies.params import scheme_defaults
+
+#: The item's name (its module) and its laptop records' folder (:func:`record_item`).
+ITEM = "filter_rules"
 
 _ON = dict(outlier_filter=True)
 _RELATIVE = dict(_ON, outlier_rule="relative", outlier_mad_k=3.0, outlier_mad_floor=0.1)
@@ -92,16 +102,26 @@ METRICS = (
 )
 
 
-def planned(seeds: Sequence[int]) -> list[tuple[str, str, int]]:
-    """(case, partition, seed) in run order; ``oracle`` on ``none`` is the filter-off run."""
-    first = [c for c in CASES if c not in LATER]
+def planned(
+    seeds: Sequence[int],
+    cases: Sequence[str] = tuple(CASES),
+    partitions: Sequence[str] = tuple(PARTITIONS),
+) -> list[tuple[str, str, int]]:
+    """(case, partition, seed) in run order; ``oracle`` on ``none`` is the filter-off run.
+
+    ``cases`` and ``partitions`` (default: all, in :data:`CASES` / :data:`PARTITIONS` order)
+    restrict the sweep; the order stays the priority order.
+    """
+    first = [c for c in CASES if c in cases and c not in LATER]
+    later = [c for c in LATER if c in cases]
+    parts = [p for p in PARTITIONS if p in partitions]
     out = []
-    for group in (first, list(LATER)):
+    for group in (first, later):
         for seed in seeds:
             # Partition by partition: a cut-short sweep leaves whole partitions compared.
             out += [
                 (case, part, seed)
-                for part in PARTITIONS
+                for part in parts
                 for case in group
                 if not (case == "oracle" and part == "none")
             ]
@@ -195,10 +215,12 @@ def engine_case() -> str | None:
     return None
 
 
-def collect(args: Args, model: str, n: int) -> tuple[list[dict], list[dict]]:
+def collect(
+    args: Args, model: str, n: int, plan: Sequence[tuple[str, str, int]]
+) -> tuple[list[dict], list[dict]]:
     """Run (or load) every planned run; the rows and the runs left out (not cached)."""
     rows, missing = [], []
-    for case, part, seed in planned(args.seeds):
+    for case, part, seed in plan:
         knobs = {**CASES[case], **PARTITIONS[part]}
         if args.scale == "smoke" and part == "paper-strict":
             knobs.update(_SMOKE_STRICT)
@@ -210,27 +232,50 @@ def collect(args: Args, model: str, n: int) -> tuple[list[dict], list[dict]]:
     return rows, missing
 
 
+def record_item(scale: str) -> str:
+    """The records' folder under ``--out``: ``filter_rules`` at laptop scale (the committed
+    laptop records), ``filter_rules_<scale>`` for any other scale or the main job, so no
+    setting's records overwrite another's."""
+    return ITEM if scale == "laptop" else f"{ITEM}_{scale.replace('-', '_')}"
+
+
+def _names(text: str, known: Sequence[str], flag: str) -> tuple[str, ...]:
+    """Comma-separated names, each one of ``known`` (else exit naming them); '' = all."""
+    names = tuple(s.strip() for s in text.split(",") if s.strip()) or tuple(known)
+    unknown = [s for s in names if s not in known]
+    if unknown:
+        raise SystemExit(f"{flag}: unknown {unknown}; choose from {', '.join(known)}")
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args("filter_rules", __doc__, argv)
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--cases", default="", help="comma-separated cases (default: all)")
+    extra.add_argument("--partitions", default="", help="comma-separated partitions (default: all)")
+    ns, rest = extra.parse_known_args(argv)
+    args = parse_args(ITEM, __doc__, rest, scales=(*SCALES, MAIN_JOB))
+    args = dataclasses.replace(args, item=record_item(args.scale))
+    cases = _names(ns.cases, tuple(CASES), "--cases")
+    parts = _names(ns.partitions, tuple(PARTITIONS), "--partitions")
     n = scale_settings("training", args.scale)["num_partitions"]
     model = models(args, "training")[0]  # the filter is model-agnostic: the first model only
-    rows, missing = collect(args, model, n)
+    rows, missing = collect(args, model, n, planned(args.seeds, cases, parts))
     table = aggregate(rows, ("case", "partition"), METRICS)
     gains = aggregate(pairs(rows), ("case", "partition"), ("gain",))
     verdict = verdicts(rows)
-    extra = dict(
+    extra_fields = dict(
         model=model,
         clients=n,
         gains=gains,
         verdicts=verdict,
         default=chosen_default(rows, verdict),
         candidate=CANDIDATE,
-        cases=list(CASES),
-        partitions=list(PARTITIONS),
+        cases=[c for c in CASES if c in cases],
+        partitions=[p for p in PARTITIONS if p in parts],
         rule=dict(min_gain=MIN_GAIN, max_honest_share=MAX_HONEST_SHARE, min_seeds=MIN_SEEDS),
         missing=missing,
     )
-    finish(args, rows, table, extra)
+    finish(args, rows, table, extra_fields)
 
 
 if __name__ == "__main__":
