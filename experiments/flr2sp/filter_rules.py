@@ -30,8 +30,11 @@ warm-up variants (:data:`LATER`), so an interrupted sweep leaves the most useful
 run: final accuracy, honest clients blacklisted (count and share of the honest clients), recall
 (blacklisted known outliers / known outliers), bans refused by the cap, and the time to the
 paper's stagnation rule (``converged_at``: the start of 10 evaluations without a gain above the
-tolerance; None when the run stopped at the round cap). Pairs: each case minus the filter-off
-run of the same partition and seed. The verdict rule is :func:`verdicts`.
+tolerance; None when the run stopped at the round cap; always None on the main job, which has
+no convergence window: its users get the model after 60 updates, and the verdict reads only the
+final accuracy). Pairs: each case minus the filter-off run of the same partition and seed. The
+verdict rule is :func:`verdicts`; the default is chosen by it over the laptop partitions and
+the main job's together (:func:`joint_default`).
 """
 
 from __future__ import annotations
@@ -196,11 +199,53 @@ def verdicts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def chosen_default(rows: Sequence[Mapping[str, Any]], verdict: Sequence[Mapping]) -> str:
-    """The candidate that meets the rule with the largest mean paired gain, else ``off``."""
-    gain = {r["case"]: r["gain_mean"] for r in aggregate(pairs(rows), ("case",), ("gain",))}
+def chosen_default(gains: Sequence[Mapping[str, Any]], verdict: Sequence[Mapping]) -> str:
+    """The candidate that meets the rule with the largest mean paired gain, else ``off``.
+
+    ``gains`` are cells of ``aggregate(pairs(rows), ("case", "partition"), ("gain",))`` (their
+    ``gain_mean`` and ``n``), of one setting or of several: the mean is over every pair.
+    """
+    total: dict[str, tuple[float, int]] = {}
+    for g in gains:
+        s, n = total.get(g["case"], (0.0, 0))
+        total[g["case"]] = (s + (g["gain_mean"] or 0.0) * g["n"], n + g["n"])
     met = [v["case"] for v in verdict if v["status"] == "meets"]
-    return max(met, key=lambda c: gain.get(c) or 0.0, default="off")
+    return max(met, key=lambda c: total[c][0] / total[c][1] if c in total else 0.0, default="off")
+
+
+#: The settings the default is chosen over (issue 19): the laptop scale's partitions and the
+#: main job's, since the main job is what users run.
+DEFAULT_OVER = ("laptop", MAIN_JOB)
+
+
+def joint_verdicts(per_setting: Mapping[str, Sequence[Mapping] | None]) -> list[dict[str, Any]]:
+    """The rule of :func:`verdicts` over several settings (setting -> its verdicts; None: not
+    recorded): a candidate *meets* it when it meets it in every setting, *fails* it when it
+    fails in any (its failing seeds prefixed by the setting), else *too few seeds*;
+    ``paired_seeds`` is the fewest over every partition of every setting.
+
+    This is the rule applied to the settings' runs together, partition by partition.
+    """
+    out = []
+    for case in CANDIDATES:
+        mine = [
+            (name, next((v for v in vs or [] if v["case"] == case), None))
+            for name, vs in per_setting.items()
+        ]
+        why = [f"{name} {w}" for name, v in mine if v is not None for w in v["why"]]
+        fewest = min((v["paired_seeds"] if v else 0 for _, v in mine), default=0)
+        status = "fails" if why else ("meets" if fewest >= MIN_SEEDS else "too few seeds")
+        out.append(dict(case=case, status=status, paired_seeds=fewest, why=why))
+    return out
+
+
+def joint_default(records: Mapping[str, Mapping[str, Any] | None]) -> tuple[list[dict], str]:
+    """The verdicts and the default over several settings' records (setting -> its
+    ``summary.json``, None when not recorded): :func:`joint_verdicts`, then
+    :func:`chosen_default` over every setting's pairs."""
+    verdict = joint_verdicts({k: (d or {}).get("verdicts") for k, d in records.items()})
+    gains = [g for d in records.values() for g in (d or {}).get("gains", [])]
+    return verdict, chosen_default(gains, verdict)
 
 
 def engine_case() -> str | None:
@@ -268,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         clients=n,
         gains=gains,
         verdicts=verdict,
-        default=chosen_default(rows, verdict),
+        default=chosen_default(gains, verdict),
         candidate=CANDIDATE,
         cases=[c for c in CASES if c in cases],
         partitions=[p for p in PARTITIONS if p in parts],

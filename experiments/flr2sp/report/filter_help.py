@@ -3,17 +3,24 @@
 Its tables (:func:`sec_filter_rules`): per partition and case the seeds that ran, the final
 accuracy, the paired gain over the filter switched off, honest clients blacklisted, recall,
 bans refused by the cap and the time to the paper's stagnation rule; cells that did not run
-say so. Its reading (:func:`note_filter_rules`): each candidate rule's verdict by the rule
-stated in :func:`experiments.flr2sp.filter_rules.verdicts`, the default it chooses and whether
-that is the engine's default (read from :class:`~fl_r2sp.strategies.params.OutlierParams`). No
-string literal here holds a digit (a test checks it).
+say so; the same tables for the main job (``filter_rules_main_job``). Its readings
+(:func:`note_filter_rules`, :func:`note_main_job`): each candidate rule's verdict by the rule
+stated in :func:`experiments.flr2sp.filter_rules.verdicts`, per setting and over the laptop
+partitions and the main job's together (:func:`joint_text`), the default that chooses and
+whether that is the engine's default (read from
+:class:`~fl_r2sp.strategies.params.OutlierParams`). No string literal here holds a digit (a
+test checks it).
 """
 
 from __future__ import annotations
 
-from experiments.flr2sp.filter_rules import engine_case
+from experiments.common.conf import MAIN_JOB
+from experiments.flr2sp.filter_rules import DEFAULT_OVER, engine_case, joint_default, record_item
 from experiments.flr2sp.report.formats import Summary, mean, ms, num, one, pct, table
 from fl_r2sp.strategies.params import scheme_defaults
+
+#: Failing seeds shown per candidate in the joint verdict (the rest are counted).
+SHOWN = 3
 
 #: What a cell that never runs stands for.
 SAME_AS = {("oracle", "none"): "= off (no outliers to exclude)"}
@@ -94,33 +101,77 @@ def _engine(chosen: str) -> str:
     )
 
 
-def note_filter_rules(d: Summary, _: dict[str, Summary]) -> str:
-    rule = d["rule"]
-    met = [v["case"] for v in d["verdicts"] if v["status"] == "meets"]
-    seeds = min((r["n"] for r in d["table"]), default=0)
+def _rule_results(d: Summary, where: str) -> str:
+    """The paper rule's honest bans and the rules meeting the verdict rule in one setting."""
     paper_rule = [
         f"{pct(mean(r, 'honest_share'))} on `{r['partition']}` ({r['n']} seeds)"
         for r in d["table"]
         if r["case"] == "paper"
     ]
+    met = [v["case"] for v in d["verdicts"] if v["status"] == "meets"]
+    text = f"The paper's rule blacklists {', '.join(paper_rule)} of the honest clients. "
+    text = text if paper_rule else ""
+    return text + f"Rules meeting it on {where}: {', '.join(met) or 'none'}. "
+
+
+def _one_seed(d: Summary) -> str:
+    seeds = min((r["n"] for r in d["table"]), default=0)
+    return " Some cells rest on one seed: an indication, not a measurement." if seeds <= 1 else ""
+
+
+def joint_text(summaries: dict[str, Summary]) -> str:
+    """The default chosen over the laptop partitions and the main job's (:data:`DEFAULT_OVER`),
+    each candidate's joint verdict with its first failing seeds, and whether the engine agrees."""
+    records = {s: summaries.get(record_item(s)) for s in DEFAULT_OVER}
+    verdict, default = joint_default(records)
+    absent = [f"`{s}`" for s, d in records.items() if d is None]
+    parts = []
+    for v in verdict:
+        why = v["why"]
+        shown = "; ".join(why[:SHOWN]) + ("; …" if len(why) > SHOWN else "")
+        parts.append(
+            f"`{v['case']}` {v['status']}"
+            + (f" ({len(why)} failing: {shown})" if why else f" ({v['paired_seeds']} seeds)")
+        )
+    text = (
+        f"Over both settings ({', '.join(f'`{s}`' for s in DEFAULT_OVER)}), every partition "
+        f"and paired seed: {', '.join(parts)}. "
+    )
+    if absent:
+        text += f"Not recorded: {', '.join(absent)}. "
+    if default == "off":
+        text += (
+            "No rule meets it over both, so the default is the filter switched off "
+            "(`outlier-filter = false`)."
+        )
+    else:
+        text += f"The default is `{default}`."
+    return text + _engine(default)
+
+
+def note_filter_rules(d: Summary, summaries: dict[str, Summary]) -> str:
+    rule = d["rule"]
     text = (
         "**Verdict rule** (stated before the runs): a rule may become the default when, on every "
         "partition and for every seed paired with the filter-off run, its final accuracy minus "
         f"the filter-off accuracy is at least {num(rule['min_gain'], 3)}, it blacklists at most "
         f"{pct(rule['max_honest_share'])} of the honest clients in every run, and every "
         f"partition has at least {rule['min_seeds']} paired seeds; one failing pair or run "
-        "fails it; no failure with fewer seeds is too little evidence. "
+        "fails it; no failure with fewer seeds is too little evidence. The default is chosen by "
+        "it over these partitions and the main job's together (the main job is what users run). "
     )
-    if paper_rule:
-        text += f"The paper's rule blacklists {', '.join(paper_rule)} of the honest clients. "
-    if met:
-        text += f"Rules meeting it: {', '.join(met)}; the default is `{d['default']}`."
+    text += _rule_results(d, "these partitions")
+    if summaries.get(record_item(MAIN_JOB)) is None:
+        text += joint_text(summaries)
     else:
-        text += (
-            "No rule meets it, so the default is the filter switched off "
-            "(`outlier-filter = false`)."
-        )
-    text += _engine(d["default"])
-    if seeds <= 1:
-        text += " Some cells rest on one seed: an indication, not a measurement."
-    return text
+        text += "The default over both: the next section."
+    return text + _one_seed(d)
+
+
+def note_main_job(d: Summary, summaries: dict[str, Summary]) -> str:
+    text = (
+        "The main job (`flwr run .` with the app's defaults: the digits MLP, no convergence "
+        "window, so no time to stagnation) under the same cases, partitions and verdict rule. "
+    )
+    text += _rule_results(d, "the main job's partitions")
+    return text + joint_text(summaries) + _one_seed(d)

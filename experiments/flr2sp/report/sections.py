@@ -13,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from experiments.common import provenance
-from experiments.common.conf import TRAINING
+from experiments.common.conf import MAIN_JOB, TRAINING
 from experiments.flr2sp import paper
+from experiments.flr2sp.filter_rules import record_item
 from experiments.flr2sp.previous_report import comparison_lines
-from experiments.flr2sp.report.filter_help import note_filter_rules, sec_filter_rules
+from experiments.flr2sp.report.filter_help import note_filter_rules, note_main_job, sec_filter_rules
 from experiments.flr2sp.report.formats import Summary
 from experiments.flr2sp.report.paper_size import note_paper_scale, sec_paper_scale
 from experiments.flr2sp.report.timing import (
@@ -96,6 +97,11 @@ SECTIONS: dict[str, tuple[str, Table, Note]] = {
         note_outliers_scoring,
     ),
     "filter_rules": ("Making the filter help", sec_filter_rules, note_filter_rules),
+    record_item(MAIN_JOB): (
+        "Making the filter help: the main job (`flwr run .`, digits)",
+        sec_filter_rules,
+        note_main_job,
+    ),
     "paper_scale": (
         "Paper-size training: Table IV's convergence and Fig. 15 ("
         f"{TRAINING['paper']['num_partitions']} clients, tau "
@@ -106,6 +112,24 @@ SECTIONS: dict[str, tuple[str, Table, Note]] = {
 }
 #: The items, in the report's order.
 ITEMS = tuple(SECTIONS)
+#: Record folders written by another item's script under another setting: folder -> the
+#: script's arguments.
+COMMANDS = {record_item(MAIN_JOB): f"filter_rules --scale {MAIN_JOB}"}
+
+
+def command_of(item: str) -> str:
+    """The command that computes ``item``'s record (a script, plus its setting if not its own)."""
+    return f"python -m experiments.flr2sp.{COMMANDS.get(item, item)}"
+
+
+def recorded(out: Path, item: str) -> bool:
+    """Whether ``item``'s record exists and every run of it was made by committed code."""
+    prov = load_summary(out, item, "provenance.json")
+    return (
+        load_summary(out, item) is not None
+        and prov is not None
+        and not (provenance.uncommitted(prov))
+    )
 
 
 def load_summary(out: Path, item: str, name: str = "summary.json") -> Summary | None:
@@ -122,7 +146,7 @@ def item_lines(
     title, section, note = SECTIONS[item]
     lines = [f"## {title}", ""]
     d = summaries.get(item)
-    command = f"`python -m experiments.flr2sp.{item}`"
+    command = f"`{command_of(item)}`"
     if d is None:
         return lines + [f"Not run (no committed record `{item}/summary.json`): {command}.", ""]
     prov = load_summary(out, item, "provenance.json")
@@ -151,7 +175,9 @@ def item_lines(
             shutil.copyfile(src, keep / (name if name.endswith(".csv") else f"{item}-{name}"))
             if name.endswith(".png"):
                 lines += [f"![{item} {name}](report/{item}-{name})", ""]
-    return [*lines, note(d, summaries), ""]
+    # A reading may quote other items: only those whose records were made by committed code.
+    quoted = {i: s for i, s in summaries.items() if recorded(out, i)}
+    return [*lines, note(d, quoted), ""]
 
 
 def missing_lines(item: str, d: Summary) -> list[str]:
@@ -162,10 +188,10 @@ def missing_lines(item: str, d: Summary) -> list[str]:
         return []
     what = ", ".join(f"{m.get('scheme') or m.get('case')} seed {m['seed']}" for m in miss)
     seeds = ",".join(dict.fromkeys(str(m["seed"]) for m in miss))
+    scale = "" if item in COMMANDS else f" --scale {d['scale']}"  # COMMANDS name their setting
     return [
         f"Not cached, left out ({len(miss)} runs: {what}); computed by "
-        f"`OMP_NUM_THREADS=1 python -m experiments.flr2sp.{item} --scale {d['scale']} "
-        f"--seeds {seeds}`.",
+        f"`OMP_NUM_THREADS=1 {command_of(item)}{scale} --seeds {seeds}`.",
         "",
     ]
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from experiments.common.conf import SCALES, scale_settings
+from experiments.common.conf import MAIN_JOB, SCALES, scale_settings
 from experiments.common.run_cache import (
     aggregate,
     build_config,
@@ -50,9 +50,9 @@ def test_build_config_applies_rounds_and_bsp_single_group():
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_paper_items_keep_the_papers_filter_rule(scale):
-    # The engine's default rule is `relative` since issue 19; every item built on the scale
-    # settings keeps the paper's rule, filter on or off, so its configuration (and the stored
-    # configurations of its cached runs) are those from before the change.
+    # The engine's default rule is `relative` since issue 19 (and its filter off); every item
+    # built on the scale settings keeps the paper's rule, filter on or off, so its configuration
+    # (and the stored configurations of its cached runs) are those from before the change.
     assert RunConfig().outlier_rule != "paper"
     cfgs = [build_config(family, scale, 0) for family in ("timing", "training")]
     cfgs += [build_config("training", scale, 0, **diff) for diff in SCHEMES.values()]
@@ -131,6 +131,29 @@ def test_scale_settings_errors():
         scale_settings("timing", "huge")
     with pytest.raises(ValueError, match="family"):
         scale_settings("gpu", "smoke")
+
+
+def test_main_job_setting_is_the_apps_defaults(monkeypatch):
+    # `flwr run .` runs RunConfig's defaults (pyproject mirrors them): the main-job setting
+    # builds exactly that run, with `auto` resolved and plots (output only) off.
+    cfg = build_config("training", MAIN_JOB, 0)
+    want = RunConfig().to_run_config()
+    got = cfg.to_run_config()
+    assert {k for k in want if want[k] != got[k]} == {"model", "plots"}
+    assert (cfg.model, cfg.dataset, cfg.max_updates, cfg.eval_every) == ("mlp", "digits", 60, 4)
+    assert cfg.convergence_window == 0
+    assert scale_settings("training", MAIN_JOB)["models"] == ("mlp",)
+    with pytest.raises(ValueError, match="unknown scale"):  # a training setting only
+        scale_settings("timing", MAIN_JOB)
+    with pytest.raises(SystemExit):  # not a --scale of every item ...
+        parse_args("table5", None, ["--scale", MAIN_JOB])
+    # ... only of those that add it.
+    assert parse_args("x", None, ["--scale", MAIN_JOB], scales=(MAIN_JOB,)).scale == MAIN_JOB
+    # A default that is not whole rounds with one evaluation each cannot be reproduced.
+    odd = RunConfig(eval_every=5)
+    monkeypatch.setattr("fl_r2sp.config.RunConfig", lambda: odd)
+    with pytest.raises(ValueError, match="whole rounds"):
+        scale_settings("training", MAIN_JOB)
 
 
 def test_write_csv_union_of_keys(tmp_path):

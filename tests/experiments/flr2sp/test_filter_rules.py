@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from experiments.flr2sp import filter_rules as fr
-from experiments.flr2sp.report import filter_help
-from experiments.flr2sp.report.filter_help import note_filter_rules, sec_filter_rules
+from experiments.flr2sp.report import filter_help, sections
+from experiments.flr2sp.report.filter_help import note_filter_rules, note_main_job, sec_filter_rules
 
 
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("results")
     fr.main(["--scale", "smoke", "--seeds", "0", "--out", str(out)])
-    return json.loads((Path(out) / "filter_rules" / "summary.json").read_text())
+    return json.loads((Path(out) / "filter_rules_smoke" / "summary.json").read_text())
 
 
 def test_smoke_sweep_runs_every_cell(summary):
@@ -63,13 +63,22 @@ def _grid(seeds: int, gain: float = 0.01, honest: int = 0) -> list[dict]:
     return rows
 
 
+def _gains(rows: list[dict]) -> list[dict]:
+    return fr.aggregate(fr.pairs(rows), ("case", "partition"), ("gain",))
+
+
+def _record(rows: list[dict]) -> dict:
+    """A setting's summary.json as far as the joint verdict reads it."""
+    return dict(verdicts=fr.verdicts(rows), gains=_gains(rows))
+
+
 def test_a_rule_that_gains_everywhere_on_three_seeds_meets_and_becomes_default():
     rows = _grid(3)
     verdict = {v["case"]: v for v in fr.verdicts(rows)}
     assert verdict["relative"]["status"] == "meets"
     assert verdict["relative"]["paired_seeds"] == 3
     assert verdict["paper-warmup"]["status"] == "too few seeds"  # never ran
-    assert fr.chosen_default(rows, fr.verdicts(rows)) in ("relative", "paper")
+    assert fr.chosen_default(_gains(rows), fr.verdicts(rows)) in ("relative", "paper")
 
 
 def test_two_seeds_are_too_few_and_one_losing_seed_fails():
@@ -79,7 +88,7 @@ def test_two_seeds_are_too_few_and_one_losing_seed_fails():
     verdict = {v["case"]: v for v in fr.verdicts(rows)}
     assert verdict["relative"]["status"] == "fails"
     assert verdict["relative"]["why"] == ["paper seed 0: -0.001 accuracy"]
-    assert fr.chosen_default(rows, fr.verdicts(rows)) == "paper"
+    assert fr.chosen_default(_gains(rows), fr.verdicts(rows)) == "paper"
 
 
 def test_honest_share_above_five_percent_fails_even_with_a_gain():
@@ -87,7 +96,7 @@ def test_honest_share_above_five_percent_fails_even_with_a_gain():
     verdict = {v["case"]: v for v in fr.verdicts(rows)}
     assert verdict["paper"]["status"] == "fails"
     assert verdict["relative"]["status"] == "meets"
-    assert fr.chosen_default(rows, fr.verdicts(rows)) == "relative"
+    assert fr.chosen_default(_gains(rows), fr.verdicts(rows)) == "relative"
     rows = _grid(3, gain=0.05, honest=1)  # 1 of 24 = 4.2%: allowed
     assert {v["case"]: v["status"] for v in fr.verdicts(rows)}["paper"] == "meets"
 
@@ -116,28 +125,114 @@ def test_planned_order_is_the_priority_order():
     assert ("oracle", "none", 0) not in plan
 
 
-def _met(default: str) -> dict:
+def _met(default: str, scale: str = "laptop") -> dict:
     """A summary whose verdict chose ``default`` (3 seeds, nothing failing)."""
     rule = dict(min_gain=fr.MIN_GAIN, max_honest_share=fr.MAX_HONEST_SHARE, min_seeds=3)
     verdicts = [dict(case=default, status="meets", paired_seeds=3, why=[])]
-    return dict(rule=rule, verdicts=verdicts, table=[dict(case="off", n=3)], default=default)
+    table = [dict(case="off", partition="paper", n=3)]
+    return dict(rule=rule, verdicts=verdicts, table=table, default=default, gains=[], scale=scale)
 
 
-def test_engine_case_is_the_relative_rule_the_measurement_chose():
-    # The engine's default (OutlierParams) is the `relative` case's knobs, not its warm-up's.
-    assert fr.engine_case() == "relative"
-    note = note_filter_rules(_met("relative"), {})
-    assert "the default is `relative`. It is the engine's default" in note
-    assert "`outlier-filter = true`, `outlier-rule = relative`" in note
-    assert "disagree" not in note
+def _both(default: str) -> dict[str, dict]:
+    """Both settings' records, each choosing ``default``, keyed as the report loads them."""
+    return {fr.record_item(s): _met(default, s) for s in fr.DEFAULT_OVER}
+
+
+def test_engine_case_is_the_filter_off_the_measurement_chose():
+    # No rule met the verdict on the laptop partitions and the main job's together (issue 19),
+    # so the engine's default (OutlierParams) is the filter off: the `off` case.
+    assert fr.engine_case() == "off"
+    main = note_main_job(_met("off", fr.MAIN_JOB), _both("off"))
+    assert "No rule meets it over both, so the default is the filter switched off" in main
+    assert "It is the engine's default (`outlier-filter = false`" in main
+    assert "disagree" not in main
+    # The laptop note defers to the main job's section when that is recorded ...
+    assert "the next section" in note_filter_rules(_met("off"), _both("off"))
+    # ... and gives the joint verdict itself when it is not: nothing met, default off.
+    alone = note_filter_rules(_met("relative"), {"filter_rules": _met("relative")})
+    assert "Not recorded: `main-job`" in alone and "It is the engine's default" in alone
 
 
 def test_note_says_when_the_engine_default_is_not_the_chosen_one(monkeypatch):
-    assert "the code and the records disagree" in note_filter_rules(_met("paper"), {})
-    # The note reads the engine's default from the code: switch it off and `off` agrees.
-    off = {**fr.scheme_defaults(), "outlier-filter": False}
-    monkeypatch.setattr(fr, "scheme_defaults", lambda: off)
-    monkeypatch.setattr(filter_help, "scheme_defaults", lambda: off)
-    assert fr.engine_case() == "off"
-    note = note_filter_rules(dict(_met("off"), verdicts=[]), {})
-    assert "It is the engine's default (`outlier-filter = false`" in note
+    note = note_main_job(_met("relative", fr.MAIN_JOB), _both("relative"))
+    assert "The default is `relative`." in note
+    assert "the code and the records disagree" in note
+    # The note reads the engine's default from the code: switch it on and `relative` agrees.
+    on = {**fr.scheme_defaults(), "outlier-filter": True, "outlier-rule": "relative"}
+    monkeypatch.setattr(fr, "scheme_defaults", lambda: on)
+    monkeypatch.setattr(filter_help, "scheme_defaults", lambda: on)
+    assert fr.engine_case() == "relative"
+    note = note_main_job(_met("relative", fr.MAIN_JOB), _both("relative"))
+    assert "It is the engine's default (`outlier-filter = true`, `outlier-rule = relative`" in note
+
+
+def test_main_job_is_its_own_section_with_its_command():
+    assert sections.ITEMS.index("filter_rules_main_job") == sections.ITEMS.index("filter_rules") + 1
+    assert sections.command_of("filter_rules_main_job") == (
+        "python -m experiments.flr2sp.filter_rules --scale main-job"
+    )
+    assert sections.command_of("fig15") == "python -m experiments.flr2sp.fig15"
+    d = dict(_met("off", fr.MAIN_JOB), missing=[dict(case="off / paper", seed=1)])
+    (line, _) = sections.missing_lines("filter_rules_main_job", d)
+    assert "filter_rules --scale main-job --seeds 1`" in line
+
+
+def test_joint_verdict_needs_every_seed_of_the_main_job_too():
+    laptop = _grid(3)  # relative and paper gain on every laptop partition and seed
+    main = _grid(3, gain=0.02)
+    main[1] = _run("relative", "paper", 0, 0.499)  # relative loses main-job seed 0
+    records = {"laptop": _record(laptop), fr.MAIN_JOB: _record(main)}
+    verdict, default = fr.joint_default(records)
+    relative = next(v for v in verdict if v["case"] == "relative")
+    assert relative["status"] == "fails"
+    assert relative["why"] == ["main-job paper seed 0: -0.001 accuracy"]
+    assert default == "paper"  # meets on both
+    # On the laptop alone relative (gain 0.01, the mean tie broken by order) was a winner.
+    assert fr.verdicts(laptop)[1]["status"] == "meets"
+
+
+def test_joint_default_is_off_when_no_rule_meets_both_settings():
+    laptop = _grid(3)
+    main = _grid(3)
+    main[1] = _run("relative", "paper", 0, 0.499)
+    main[2] = _run("paper", "paper", 0, 0.49)
+    verdict, default = fr.joint_default({"laptop": _record(laptop), fr.MAIN_JOB: _record(main)})
+    assert default == "off"
+    assert {v["case"]: v["status"] for v in verdict}["paper"] == "fails"
+    # A setting not recorded is zero seeds: nothing meets the rule, the default stays off.
+    verdict, default = fr.joint_default({"laptop": _record(laptop), fr.MAIN_JOB: None})
+    assert default == "off"
+    assert {v["case"]: v["paired_seeds"] for v in verdict}["relative"] == 0
+
+
+def test_chosen_default_weights_each_cell_by_its_pairs():
+    gains = [
+        dict(case="paper", gain_mean=0.03, n=1),
+        dict(case="paper", gain_mean=0.0, n=5),  # paper: 0.03 / 6 = 0.005
+        dict(case="relative", gain_mean=0.01, n=6),  # relative: 0.01
+    ]
+    met = [dict(case=c, status="meets") for c in ("paper", "relative")]
+    assert fr.chosen_default(gains, met) == "relative"
+    assert fr.chosen_default(gains, []) == "off"
+
+
+def test_settings_write_their_own_records_and_filters_restrict_the_plan(tmp_path):
+    assert fr.record_item("laptop") == "filter_rules"
+    assert fr.record_item(fr.MAIN_JOB) == "filter_rules_main_job"
+    assert fr.record_item("mid") == "filter_rules_mid"
+    plan = fr.planned((0, 1), cases=("relative-warmup", "off"), partitions=("none",))
+    assert plan == [
+        ("off", "none", 0),
+        ("off", "none", 1),
+        ("relative-warmup", "none", 0),
+        ("relative-warmup", "none", 1),
+    ]
+    with pytest.raises(SystemExit, match="unknown"):
+        fr.main(["--cases", "off,nope", "--out", str(tmp_path)])
+    # One main-job run: its record lands beside the laptop records, never over them.
+    argv = ["--scale", fr.MAIN_JOB, "--seeds", "0", "--cases", "off", "--partitions", "paper"]
+    fr.main([*argv, "--out", str(tmp_path)])
+    d = json.loads((tmp_path / "filter_rules_main_job" / "summary.json").read_text())
+    assert (d["scale"], d["model"], d["clients"]) == (fr.MAIN_JOB, "mlp", 32)
+    assert (d["cases"], d["partitions"]) == (["off"], ["paper"])
+    assert not (tmp_path / "filter_rules").exists()

@@ -20,13 +20,14 @@ def test_strategy_classes_pin_their_scheme_and_keep_other_knobs() -> None:
 
 
 def test_summary_logs_the_knobs_of_the_filter_rule_in_use(caplog) -> None:
-    # The main job's start log shows the default filter: the relative rule's k, floor and cap.
+    # The main job's start log shows the default filter: off, with the knobs of the relative
+    # rule it uses when switched on (k, floor and cap).
     with caplog.at_level("INFO", logger="fl_r2sp"):
         FLR2SP().summary()
-        FLR2SP(outlier_rule="paper").summary()
+        FLR2SP(outlier_filter=True, outlier_rule="paper").summary()
     lines = [r.getMessage() for r in caplog.records if "outlier filter" in r.getMessage()]
     assert lines[0].endswith(
-        "outlier filter True (rule relative, k=3, floor=0.1, cap=0.25, 3 rounds, warm-up 0)"
+        "outlier filter False (rule relative, k=3, floor=0.1, cap=0.25, 3 rounds, warm-up 0)"
     )
     assert lines[1].endswith("outlier filter True (rule paper, beta=0.50, 3 rounds, warm-up 0)")
 

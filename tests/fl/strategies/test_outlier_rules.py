@@ -242,14 +242,15 @@ def test_stragglers_of_warmup_rounds_are_not_scored() -> None:
     assert scored == {0: [2], 1: []}
 
 
-def test_the_default_is_the_filter_on_with_the_relative_rule() -> None:
-    # Issue 19: the one rule that met the default's criterion at laptop CIFAR-10 scale, 3 seeds
-    # (docs/paper-notes.md §2.7). OutlierParams holds the default; RunConfig and pyproject.toml
-    # repeat it (tests/fl/test_config.py checks every key agrees).
-    assert OutlierParams().enabled and OutlierParams().rule == "relative"
+def test_the_default_is_the_filter_off_with_the_relative_rule_when_on() -> None:
+    # Issue 19: no rule met the default's criterion on the laptop CIFAR-10 partitions and the
+    # main job's together, 3 seeds (docs/paper-notes.md §2.7), so the filter is off; switched
+    # on, it uses `relative`, the best rule measured. OutlierParams holds the default;
+    # RunConfig and pyproject.toml repeat it (tests/fl/test_config.py checks every key agrees).
+    assert not OutlierParams().enabled and OutlierParams().rule == "relative"
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
     for keys in (RunConfig().to_run_config(), declared["config"]):
-        assert (keys["outlier-filter"], keys["outlier-rule"]) == (True, "relative")
+        assert (keys["outlier-filter"], keys["outlier-rule"]) == (False, "relative")
     # Its knobs as measured: k = 3, floor 0.1, R = 3, cap 0.25, no warm-up, no probation.
     p = OutlierParams()
     assert (p.mad_k, p.mad_floor, p.rounds, p.cap, p.warmup, p.probation) == (3, 0.1, 3, 0.25, 0, 0)
