@@ -13,12 +13,13 @@ model, group size, C, ...); everything else comes from here. Two families:
 
 ``rounds`` is counted in BSP-round equivalents: one round = ceil(C x N)
 collected client updates, i.e. one BSP aggregation or M FL-R²SP group
-applications; :func:`experiments.common.run_cache.round_units` turns it into
+applications; :func:`round_units` turns it into
 ``max_updates`` and ``eval_every`` per strategy.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -138,6 +139,26 @@ TRAINING: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     }
 )
 
+#: Strategies whose global updates are group applications (rounds x M updates).
+_GROUPED = ("fl-r2sp", "bsp")
+
+
+def round_units(
+    strategy: str, num_clients: int, groups: int, fraction: float, buffer_size: int = 10
+) -> int:
+    """Global updates per BSP-round equivalent (ceil(C x N) collected client updates).
+
+    BSP and FL-R²SP: M group applications (BSP: M = 1). ASP/FedAsync: one
+    update per client reply, so ceil(C x N). FedBuff: ceil(C x N / K).
+    """
+    if strategy in _GROUPED:
+        return groups
+    per_round = math.ceil(fraction * num_clients)
+    if strategy == "fedbuff":
+        return max(1, math.ceil(per_round / buffer_size))
+    return per_round
+
+
 #: The main job (``flwr run .`` with the app's defaults) as a training setting beside the
 #: scales: not a ``--scale`` of every item, only of the items that compare against what users
 #: run (the filter-rules item, issue 19). Its values are :func:`main_job_settings`'.
@@ -159,8 +180,7 @@ def main_job_settings() -> dict[str, Any]:
         When the defaults' ``max_updates`` is not whole rounds or ``eval_every`` is not one
         evaluation per round: ``build_config`` could not reproduce the main job then.
     """
-    # Lazy: run_cache imports this module, and the engine's config is not needed elsewhere here.
-    from experiments.common.run_cache import round_units
+    # Lazy: the engine's config is needed by the main job only.
     from fl_r2sp.config import RunConfig
     from fl_r2sp.models.registry import resolve_model_name
 

@@ -34,11 +34,15 @@ from typing import Any
 import numpy as np
 
 from experiments.common import execution, provenance
-from experiments.common.conf import DATASET_OF, DEFAULT_SEEDS, META_KEYS, SCALES, scale_settings
+from experiments.common.conf import (
+    DATASET_OF,
+    DEFAULT_SEEDS,
+    META_KEYS,
+    SCALES,
+    round_units,
+    scale_settings,
+)
 from fl_r2sp.telemetry.rundir import atomic_write_bytes
-
-#: Strategies whose global updates are group applications (rounds x M updates).
-_GROUPED = ("fl-r2sp", "bsp")
 
 
 @dataclass(frozen=True)
@@ -140,22 +144,6 @@ def models(args: Args, family: str) -> tuple[str, ...]:
     """Models an item runs at this scale (``models`` of the scale settings, ``--models`` subset)."""
     known = tuple(scale_settings(family, args.scale)["models"])
     return tuple(m for m in known if not args.only_models or m in args.only_models)
-
-
-def round_units(
-    strategy: str, num_clients: int, groups: int, fraction: float, buffer_size: int = 10
-) -> int:
-    """Global updates per BSP-round equivalent (ceil(C x N) collected client updates).
-
-    BSP and FL-R²SP: M group applications (BSP: M = 1). ASP/FedAsync: one
-    update per client reply, so ceil(C x N). FedBuff: ceil(C x N / K).
-    """
-    if strategy in _GROUPED:
-        return groups
-    per_round = math.ceil(fraction * num_clients)
-    if strategy == "fedbuff":
-        return max(1, math.ceil(per_round / buffer_size))
-    return per_round
 
 
 def build_config(family: str, scale: str, seed: int, **diff: Any):

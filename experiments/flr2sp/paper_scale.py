@@ -28,7 +28,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from experiments.common.run_cache import aggregate, finish, models, parse_args, round_units
+from experiments.common.conf import round_units
+from experiments.common.run_cache import aggregate, finish, models, parse_args
 from experiments.flr2sp.fig15 import METRICS as FIG15_METRICS
 from experiments.flr2sp.fig15 import SCHEMES, filter_loss, filter_pairs, plot, scheme_run
 from experiments.flr2sp.table4 import CONV_METRICS, conv_row

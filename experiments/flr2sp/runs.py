@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiments.common.run_cache import Args, cached_run, load_jobs, round_units
+from experiments.common.conf import round_units
+from experiments.common.run_cache import Args, cached_run, load_jobs
 
 #: Short names of the two network disciplines (see docs/paper-notes.md §4).
 NETWORKS = {"fair": "paper-ec2", "fcfs": "paper-ec2-fcfs"}

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from experiments.common.conf import MAIN_JOB, SCALES, scale_settings
+from experiments.common.conf import MAIN_JOB, SCALES, round_units, scale_settings
 from experiments.common.run_cache import (
     aggregate,
     build_config,
@@ -15,7 +15,6 @@ from experiments.common.run_cache import (
     mean_std,
     parse_args,
     rekey_runs,
-    round_units,
     write_csv,
 )
 from experiments.flr2sp.fig15 import SCHEMES
