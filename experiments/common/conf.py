@@ -32,8 +32,9 @@ DATASET_OF = MappingProxyType(
 )
 
 
-#: The paper's outlier filter (cosine < β for 3 rounds), pinned in both families: the engine's
-#: default rule is ``relative`` since issue 19 (``docs/paper-notes.md`` §2.7), and an item that
+#: The paper's outlier filter (cosine < β for 3 rounds), pinned in both families: since issue 19
+#: the engine's default is the filter off with ``relative`` as its rule when on
+#: (``docs/paper-notes.md`` §2.7), and an item that
 #: reproduces the paper must keep running the paper's rule, with the configuration (and the
 #: cached runs' configurations) it had. Items comparing without the filter say
 #: ``outlier_filter=False``; the rule stays ``paper`` there too, so its logged streaks are the

@@ -5,7 +5,8 @@ consecutive low scores; the rule (run-config key ``outlier-rule``) says what *lo
 
 * ``"paper"``: below the fixed threshold β (``cosine-threshold``), the paper's rule exactly;
   no cap, no probation;
-* ``"relative"`` (default, by issue 19's measurement): below the group round's robust
+* ``"relative"`` (the default rule, the best measured in issue 19; the filter itself is off
+  by default): below the group round's robust
   centre by more than k robust deviations,
   ``score < median - k * max(MAD_SCALE * MAD, floor)`` over the scores of that group round
   (the modified z-score of Iglewicz and Hoaglin, one-sided); the floor keeps a group whose
