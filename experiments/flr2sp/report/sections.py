@@ -125,11 +125,8 @@ def command_of(item: str) -> str:
 def recorded(out: Path, item: str) -> bool:
     """Whether ``item``'s record exists and every run of it was made by committed code."""
     prov = load_summary(out, item, "provenance.json")
-    return (
-        load_summary(out, item) is not None
-        and prov is not None
-        and not (provenance.uncommitted(prov))
-    )
+    has_runs = load_summary(out, item) is not None and prov is not None
+    return has_runs and not provenance.uncommitted(prov or {})
 
 
 def load_summary(out: Path, item: str, name: str = "summary.json") -> Summary | None:

@@ -236,3 +236,23 @@ def test_settings_write_their_own_records_and_filters_restrict_the_plan(tmp_path
     assert (d["scale"], d["model"], d["clients"]) == (fr.MAIN_JOB, "mlp", 32)
     assert (d["cases"], d["partitions"]) == (["off"], ["paper"])
     assert not (tmp_path / "filter_rules").exists()
+
+
+def test_readings_quote_only_records_made_by_committed_code(tmp_path):
+    def write(item: str, dirty: bool) -> None:
+        folder = tmp_path / item
+        folder.mkdir()
+        d = dict(_met("off"), seeds=[0, 1, 2], cases=["off"], partitions=["paper"])
+        (folder / "summary.json").write_text(json.dumps(d))
+        run = dict(label="x", seed=0, code_version="c", git_commit="abc1234", git_dirty=dirty)
+        (folder / "provenance.json").write_text(json.dumps(dict(runs=[run])))
+
+    write("filter_rules", dirty=False)
+    write("filter_rules_main_job", dirty=True)  # made by uncommitted edits
+    assert sections.recorded(tmp_path, "filter_rules")
+    assert not sections.recorded(tmp_path, "filter_rules_main_job")
+    assert not sections.recorded(tmp_path, "fig15")  # no record at all
+    summaries = {i: json.loads((tmp_path / i / "summary.json").read_text()) for i in _both("off")}
+    lines = sections.item_lines(tmp_path, tmp_path, "filter_rules", summaries, tmp_path)
+    # The laptop reading does not lean on the uncommitted main-job record: it is not recorded.
+    assert "Not recorded: `main-job`" in lines[-2]
