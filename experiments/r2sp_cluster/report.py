@@ -165,7 +165,7 @@ def _cost_note(tuned: Mapping[str, str], untuned: Mapping[str, str]) -> str:
             "reached the target, carries that noise."
         )
     cost, other = _float(tuned.get("sample_cost_s")), _float(untuned.get("sample_cost_s"))
-    if other is not None and abs(cost - other) <= 1e-9 * cost:
+    if cost is not None and other is not None and abs(cost - other) <= 1e-9 * cost:
         # Equal means: the records come from runs whose arms shared the seed's cost (runs.collect).
         return (
             "Every worker shares one base per-sample cost, measured once per seed by the seed's "

@@ -130,6 +130,12 @@ def calibration_key(stage: str, worker: int) -> str:
     return f"{PREFIX}calib/{stage}/{worker}"
 
 
+def lost_key(worker: int) -> str:
+    """Set by the coordinator when ``worker`` is lost (its reason); read by the workers still
+    waiting for it in a start-up handshake (the emulated compute's calibration)."""
+    return f"{PREFIX}lost/{worker}"
+
+
 def ps_report_key(server: int) -> str:
     """End-of-run statistics of PS ``server`` (JSON)."""
     return f"{PREFIX}ps/{server}"
