@@ -136,6 +136,12 @@ def lost_key(worker: int) -> str:
     return f"{PREFIX}lost/{worker}"
 
 
+def arrival_key(server: int, seq: int) -> str:
+    """Arrival number ``seq`` at parameter server ``server`` > 0, relayed to rank 0 as it happens
+    (:mod:`~fl_r2sp.cluster.runtime.ps.arrival_relay`)."""
+    return f"{PREFIX}arrivals/{server}/{seq}"
+
+
 def ps_report_key(server: int) -> str:
     """End-of-run statistics of PS ``server`` (JSON)."""
     return f"{PREFIX}ps/{server}"

@@ -56,6 +56,8 @@ from fl_r2sp.cluster.runtime.ps.shard import ShardState
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
 
 TICK_S = 0.25
+#: Seconds between two looks for lost workers while waiting for the workers to be ready.
+LOSS_POLL_S = 0.1
 
 
 @dataclass
@@ -387,21 +389,21 @@ class Coordinator:
         waiting, lost = set(range(self.cfg.workers)), dict[int, str]()
         end = time.monotonic() + self.cfg.timeout_s
         while True:
-            for w in sorted(waiting):
-                if self.store.check([P.ready_key(w)]) or w in lost:
-                    waiting.discard(w)
+            waiting -= {w for w in waiting if w in lost or self.store.check([P.ready_key(w)])}
             if not waiting:
                 return lost
             if time.monotonic() > end:
                 who = ", ".join(self.ctx.describe(P.worker_rank(w, self.cfg.servers))
                                 for w in sorted(waiting))  # fmt: skip
                 raise RuntimeError(f"{who} did not start within {self.cfg.timeout_s:.0f}s")
-            try:  # before the start only the parameter server reports (losses)
-                _, w, reason = self.events.get(timeout=0.05)
-            except queue.Empty:
-                continue
-            lost[w] = str(reason)
-            set_json(self.store, P.lost_key(w), {"reason": str(reason)})
+            # Block on a missing ready key (it wakes the moment the key is set: no added
+            # latency before the start), a short while, then look for losses.
+            with contextlib.suppress(TimeoutError):
+                wait_get(self.store, P.ready_key(min(waiting)), LOSS_POLL_S, delete=False)
+            while not self.events.empty():  # before the start only PS 0 reports (losses)
+                _, w, reason = self.events.get_nowait()
+                lost[w] = str(reason)
+                set_json(self.store, P.lost_key(w), {"reason": str(reason)})
 
     def _waiter(self, w: int) -> None:
         store = new_store()

@@ -174,6 +174,9 @@ def test_a_dead_parameter_server_ends_the_run_naming_it(tmp_path: Path) -> None:
     assert run.summary is not None and run.summary["status"] == "failed"
     assert "parameter server 1 (rank 1)" in run.summary["error"]
     assert run.exitcodes[1] == 18 and run.exitcodes[0] == 0
+    # PS 1's arrivals before it died were relayed to rank 0 as they happened.
+    shards = {r["shard"] for r in _rows(run.summary["run_dir"], "ps_updates.csv")}
+    assert shards == {"0", "1"}
     assert run.summary["elapsed_s"] < cfg.timeout_s  # ended on the failure, not a timeout
 
 
