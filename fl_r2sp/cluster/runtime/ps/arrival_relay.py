@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from torch.distributed.distributed_c10d import Store
 
@@ -80,7 +81,7 @@ class ArrivalReceiver:
             self._thread.start()
         return self
 
-    def finish(self, reports: list[dict]) -> None:
+    def finish(self, reports: list[dict[str, Any]]) -> None:
         """Stop polling, take what is left in the store, then each shard's report arrivals
         beyond those relayed (``reports``: the shards' end-of-run reports, shard 0's included)."""
         self._stop.set()
