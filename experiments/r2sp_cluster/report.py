@@ -164,10 +164,18 @@ def _cost_note(tuned: Mapping[str, str], untuned: Mapping[str, str]) -> str:
             "workers of a run; the time ratio, paired by seed over the seeds where both arms "
             "reached the target, carries that noise."
         )
+    cost, other = _float(tuned.get("sample_cost_s")), _float(untuned.get("sample_cost_s"))
+    if cost is not None and other is not None and abs(cost - other) <= 1e-9 * cost:
+        # Equal means: the records come from runs whose arms shared the seed's cost (runs.collect).
+        return (
+            "Every worker shares one base per-sample cost, measured once per seed by the seed's "
+            "untuned run with all workers computing at once and pinned for its tuned run (mean "
+            f"{num(cost, 5)} s/sample), so both arms of a seed ran on identical emulated devices."
+        )
     return (
         "Every worker of a run shares one base per-sample cost, measured once per run with all "
-        f"workers computing at once (mean {num(tuned.get('sample_cost_s'), 5)} s/sample in the "
-        f"tuned runs, {num(untuned.get('sample_cost_s'), 5)} in the untuned ones), so the "
+        f"workers computing at once (mean {num(cost, 5)} s/sample in the "
+        f"tuned runs, {num(other, 5)} in the untuned ones), so the "
         "emulated devices differ between runs only by the machine's load at calibration."
     )
 

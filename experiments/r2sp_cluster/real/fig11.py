@@ -7,9 +7,11 @@ At most 80 iterations per worker: with 40, neither arm held the target in any of
 mean losses 2.19 and 2.20 against 2.2), so the item could not say whether tuning shortens the
 time to it.
 Emulated dedicated devices (``compute_model="emulated"``): a worker's compute lasts the run's
-base per-sample cost (``sample_cost_s`` auto: measured once per run by all workers together,
-median, the same for every worker) × batch × multiplier, so a tuned batch does not slow the
-other workers by taking this shared machine's cores (the paper's workers are separate machines).
+base per-sample cost (``sample_cost_s`` auto: measured by all workers together, median, the
+same for every worker, once per seed by the untuned run and pinned for the tuned run of that
+seed, :func:`~experiments.r2sp_cluster.real.runs.collect`) × batch × multiplier, so a tuned batch
+does not slow the other workers by taking this shared machine's cores (the paper's workers are
+separate machines) and both arms of a seed run on identical emulated devices.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ Measures of one run (computed from its ``workers.csv``, :func:`analyse`):
   applied between the pull and the push); **overrun_share**: under the emulated compute model,
   the share of iterations whose real pass outlasted the emulated device's time (those took the
   real time, so the machine's load reached them); **sample_cost_s**: the run's base per-sample
-  cost shared by its workers (measured once per run, ``auto``).
+  cost shared by its workers (``auto``: measured by the first run of a seed and pinned for the
+  seed's other runs, :func:`collect`).
 
 A run that never meets the rule within its iteration cap has no iterations/time to target
 (shown as n/a). Verdict rule: the report's (:func:`experiments.r2sp_cluster.twin.setting.judge`);
@@ -281,11 +282,33 @@ def config(**kw: Any) -> ClusterConfig:
 
 def collect(out: Path, item: str, labels: Sequence[str], seeds: Sequence[int],
              make: Callable[[str, int], ClusterConfig], fresh: bool) -> Records:  # fmt: skip
+    """Run (or load) every (label, seed) of an item, seed by seed, labels in order.
+
+    Under the emulated compute model with ``auto`` cost, the arms of one seed run on the SAME
+    emulated devices: the first label's run measures the base per-sample cost, and every other
+    label of that seed runs with it pinned (:func:`shared_cost`). Measured per run instead, the
+    arms of a seed drew 20-46 ms per sample on this shared machine, so a ratio between arms
+    mostly compared the machine's load at the two calibrations.
+    """
     recs: Records = {}
     for seed in seeds:  # seed-major: a cut-short run still has whole seeds
+        cost: float | None = None
         for lab in labels:
-            recs[(lab, seed)] = cached_run(out, f"{item}-{lab}-s{seed}", make(lab, seed), fresh)
+            cfg = shared_cost(make(lab, seed), cost)
+            recs[(lab, seed)] = cached_run(out, f"{item}-{lab}-s{seed}", cfg, fresh)
+            cost = cost if cost is not None else recs[(lab, seed)].get("sample_cost_s")
     return recs
+
+
+def shared_cost(cfg: ClusterConfig, cost: float | None) -> ClusterConfig:
+    """``cfg`` with its emulated devices' base per-sample cost pinned to ``cost``.
+
+    Unchanged when ``cost`` is None (the seed's first run: it measures it), when the run does
+    not emulate compute, or when its cost is pinned already.
+    """
+    if cost is None or cfg.compute_model != "emulated" or cfg.sample_cost_s is not None:
+        return cfg
+    return replace(cfg, sample_cost_s=float(cost))
 
 
 def run_rows(recs: Records) -> list[dict[str, Any]]:

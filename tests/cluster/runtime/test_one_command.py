@@ -202,7 +202,9 @@ def test_a_lost_rank_0_ends_the_run_naming_it(
 @pytest.mark.parametrize(("scheme", "flags"), [
     ("asp", ["--servers", "1", "--delays", "0.1,0.1"]),
     ("partial", ["--delays", "0.1,0.1", "--ready-timeout", "10"]),
-], ids=["asp", "partial"])  # fmt: skip
+    # DS-Sync has no clock of its own: its ranks' watchdog ends it WATCHDOG_GRACE_S past the limit.
+    pytest.param("dssync", ["--racks", "0/1", "--delays", "0.1,0.1"], marks=pytest.mark.slow),
+], ids=["asp", "partial", "dssync"])  # fmt: skip
 def test_the_run_timeout_ends_as_timeout(tmp_path: Path, scheme: str, flags: list[str]) -> None:
     # The last --run-timeout wins over JOB's.
     proc = _start(tmp_path, scheme, "--workers", "2", "--iterations", "100000", *flags,

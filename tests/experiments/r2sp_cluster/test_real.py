@@ -204,3 +204,44 @@ def test_the_tuning_note_names_the_shared_base_cost_where_the_runs_have_one() ->
     assert "0.00298 in the untuned" in shared
     old = _compute_note({"overrun_share": "0.05"}, {"overrun_share": "0.02"})
     assert "per-sample costs at its start" in old and "one base" not in old
+    paired = _compute_note(tuned, {**untuned, "sample_cost_s": "0.00312"})
+    assert "once per seed" in paired and "identical emulated devices" in paired
+    assert "once per seed" not in shared
+
+
+def test_the_arms_of_a_seed_share_the_base_cost_its_first_run_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Fig. 11's untuned run calibrates; the tuned run of the same seed reuses that cost, and
+    the next seed calibrates afresh (so a ratio between arms compares identical devices)."""
+    from experiments.r2sp_cluster.real import runs
+    from experiments.r2sp_cluster.real.fig11 import fig11_config
+
+    seen: list[tuple[str, float | None]] = []
+    measured = iter([0.021, 0.034])
+
+    def fake_run(out: Path, label: str, cfg, fresh: bool = False) -> dict:
+        seen.append((label, cfg.sample_cost_s))
+        return {"sample_cost_s": next(measured) if cfg.sample_cost_s is None else cfg.sample_cost_s}
+
+    monkeypatch.setattr(runs, "cached_run", fake_run)
+    runs.collect(tmp_path, "fig11", ("none", "idle"), (0, 1), fig11_config, False)
+    assert seen == [
+        ("fig11-none-s0", None),
+        ("fig11-idle-s0", 0.021),
+        ("fig11-none-s1", None),
+        ("fig11-idle-s1", 0.034),
+    ]
+
+
+def test_a_pinned_or_real_compute_run_keeps_its_own_cost() -> None:
+    from dataclasses import replace
+
+    from experiments.r2sp_cluster.real.fig11 import fig11_config
+    from experiments.r2sp_cluster.real.runs import shared_cost
+
+    cfg = fig11_config("idle", 0)
+    assert shared_cost(cfg, None) is cfg
+    assert shared_cost(replace(cfg, sample_cost_s=0.05), 0.02).sample_cost_s == 0.05
+    real = replace(cfg, compute_model="real")
+    assert shared_cost(real, 0.02).sample_cost_s is None

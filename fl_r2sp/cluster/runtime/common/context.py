@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,3 +103,39 @@ def wait_get(store: Store, key: str, timeout_s: float, delete: bool = True) -> d
 def set_json(store: Store, key: str, payload: dict[str, Any]) -> None:
     """Set ``key`` to the compact JSON of ``payload``."""
     store.set(key, P.dumps(payload))
+
+
+def gather_live(
+    store: Store, key_of: Callable[[int], str], peers: Iterable[int], timeout_s: float
+) -> dict[int, dict[str, Any]]:
+    """Wait for ``key_of(v)`` of every peer ``v`` not marked lost (:func:`P.lost_key`).
+
+    Returns the values of the peers that set their key (read, not deleted). A peer counts as
+    lost only if its key is still absent once its lost mark is seen; a value set before the
+    peer died therefore counts for every reader alike (the peer set its key before it died,
+    and the coordinator marks it after), so all readers gather the same set.
+
+    Raises
+    ------
+    TimeoutError
+        If a peer neither sets its key nor is marked lost within ``timeout_s`` (the message
+        names the peers still missing).
+    """
+    waiting, got = set(peers), dict[int, dict[str, Any]]()
+    end = time.monotonic() + timeout_s
+    while waiting:
+        for v in sorted(waiting):
+            if store.check([key_of(v)]):
+                got[v] = P.loads(store.get(key_of(v)))
+                waiting.discard(v)
+            elif store.check([P.lost_key(v)]):
+                if store.check([key_of(v)]):  # set just before it died: it counts
+                    got[v] = P.loads(store.get(key_of(v)))
+                waiting.discard(v)
+        if waiting and time.monotonic() > end:
+            missing = ", ".join(f"worker {v}" for v in sorted(waiting))
+            first = key_of(min(waiting))
+            raise TimeoutError(f"no {first!r} from {missing} within {timeout_s:.0f}s")
+        if waiting:
+            time.sleep(0.02)
+    return got

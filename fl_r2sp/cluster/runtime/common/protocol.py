@@ -130,6 +130,18 @@ def calibration_key(stage: str, worker: int) -> str:
     return f"{PREFIX}calib/{stage}/{worker}"
 
 
+def lost_key(worker: int) -> str:
+    """Set by the coordinator when ``worker`` is lost (its reason); read by the workers still
+    waiting for it in a start-up handshake (the emulated compute's calibration)."""
+    return f"{PREFIX}lost/{worker}"
+
+
+def arrival_key(server: int, seq: int) -> str:
+    """Arrival number ``seq`` at parameter server ``server`` > 0, relayed to rank 0 as it happens
+    (:mod:`~fl_r2sp.cluster.runtime.ps.arrival_relay`)."""
+    return f"{PREFIX}arrivals/{server}/{seq}"
+
+
 def ps_report_key(server: int) -> str:
     """End-of-run statistics of PS ``server`` (JSON)."""
     return f"{PREFIX}ps/{server}"

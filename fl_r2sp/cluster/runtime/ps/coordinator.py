@@ -42,6 +42,7 @@ import heapq
 import itertools
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,8 @@ from fl_r2sp.cluster.runtime.ps.shard import ShardState
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
 
 TICK_S = 0.25
+#: Seconds between two looks for lost workers while waiting for the workers to be ready.
+LOSS_POLL_S = 0.1
 
 
 @dataclass
@@ -144,9 +147,11 @@ class Coordinator:
         """Coordinate until every worker is stopped or lost; never raises on worker faults."""
         self.store = new_store()
         try:
-            self._await_ready()
+            lost_early = self._await_ready()
             self.result.started_at = self.ctx.now()
             self._schedule(self.policy.start(self.ctx.now()))
+            for w, reason in lost_early.items():  # the scheme's rule, as for any later loss
+                self._lose(w, f"before its first iteration: {reason}")
             for w in range(self.cfg.workers):
                 t = threading.Thread(target=self._waiter, args=(w,), daemon=True,
                                      name=f"coord-waiter-w{w}")  # fmt: skip
@@ -325,6 +330,7 @@ class Coordinator:
             return  # a finished worker closing its connections is not a loss
         tr.lost = reason
         self.result.lost[w] = reason
+        set_json(self.store, P.lost_key(w), {"reason": reason})
         if self.policy.admission:  # its push in flight, if any, is not applied anywhere
             self._verdict(w, tr.reported, False)
         self.shard.lose(w)
@@ -368,13 +374,36 @@ class Coordinator:
               f"loss={self.tracker.mean_loss():.4f}", flush=True)  # fmt: skip
 
     # -- waiters -------------------------------------------------------------------------------
-    def _await_ready(self) -> None:
-        for w in range(self.cfg.workers):
-            try:
-                wait_get(self.store, P.ready_key(w), self.cfg.timeout_s)
-            except TimeoutError as exc:
-                who = self.ctx.describe(P.worker_rank(w, self.cfg.servers))
-                raise RuntimeError(f"{who} did not start within {self.cfg.timeout_s:.0f}s") from exc
+    def _await_ready(self) -> dict[int, str]:
+        """Wait until every worker is ready or lost; return the lost ones (worker -> reason).
+
+        A loss reported now is marked in the store at once (:func:`P.lost_key`), so workers
+        still in a start-up handshake stop waiting for that peer; the loss itself is applied
+        once the policy has started (:meth:`run`), by the scheme's rule.
+
+        Raises
+        ------
+        RuntimeError
+            Naming every worker neither ready nor lost within ``timeout_s``.
+        """
+        waiting, lost = set(range(self.cfg.workers)), dict[int, str]()
+        end = time.monotonic() + self.cfg.timeout_s
+        while True:
+            waiting -= {w for w in waiting if w in lost or self.store.check([P.ready_key(w)])}
+            if not waiting:
+                return lost
+            if time.monotonic() > end:
+                who = ", ".join(self.ctx.describe(P.worker_rank(w, self.cfg.servers))
+                                for w in sorted(waiting))  # fmt: skip
+                raise RuntimeError(f"{who} did not start within {self.cfg.timeout_s:.0f}s")
+            # Block on a missing ready key (it wakes the moment the key is set: no added
+            # latency before the start), a short while, then look for losses.
+            with contextlib.suppress(TimeoutError):
+                wait_get(self.store, P.ready_key(min(waiting)), LOSS_POLL_S, delete=False)
+            while not self.events.empty():  # before the start only PS 0 reports (losses)
+                _, w, reason = self.events.get_nowait()
+                lost[w] = str(reason)
+                set_json(self.store, P.lost_key(w), {"reason": str(reason)})
 
     def _waiter(self, w: int) -> None:
         store = new_store()

@@ -29,6 +29,7 @@ from fl_r2sp.cluster.policies.common.base import ApplyMode, CoordinatorPolicy
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.ps import compute_model
+from fl_r2sp.cluster.runtime.ps.arrival_relay import ArrivalReceiver, ArrivalSender
 from fl_r2sp.cluster.runtime.ps.coordinator import Coordinator, CoordinatorResult
 from fl_r2sp.cluster.runtime.ps.server import ParameterServer
 from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
@@ -61,15 +62,14 @@ def run_leader(
                           admission=policy.admission))  # fmt: skip
     coord = Coordinator(ctx, policy, ps.state, writer)
     ps.on_arrival = lambda w, k, t: writer.ps_row(0, w, k, t)  # shard 0's arrivals, live
+    relay = ArrivalReceiver(cfg.servers, writer.ps_row).start()  # the other shards', live too
     ps.start()
     result = coord.run()
     ps.join()
     errors = [result.error] if result.error else []
     flat, reports, lost_servers = _gather(ctx, ps, errors)
     evaluation = _evaluation(ctx, result, errors)
-    for rep in reports[1:]:  # the other shards' arrivals reach rank 0 only now
-        for w, k, t in rep["arrivals"]:
-            writer.ps_row(int(rep["shard"]), int(w), int(k), float(t))
+    relay.finish(reports)
     summary = _summary(ctx, result, writer.workers, reports, evaluation, errors)
     summary["lost_servers"] = lost_servers
     if cfg.compute_model == "emulated":
@@ -175,6 +175,7 @@ def run_other_server(ctx: RankContext, init_flat: torch.Tensor, apply_mode: Appl
     """A parameter server of rank > 0: serve, then hand shard and statistics to rank 0
     (``admission``: hold pushes for the coordinator's verdict, as the policy says)."""
     ps = ParameterServer(ctx, init_flat, apply_mode, admission=admission)
+    ps.on_arrival = ArrivalSender(ctx.rank).send
     ps.start()
     ps.join()
     set_json(new_store(), P.ps_report_key(ctx.rank), ps.report())

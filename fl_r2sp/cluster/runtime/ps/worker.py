@@ -22,7 +22,8 @@ pushes a zero gradient (loss NaN).
 
 Faults: if a transfer with a parameter server fails the worker sets the fatal key naming that
 server and leaves. The test hook ``FL_R2SP_CLUSTER_KILL="<worker>:<iteration>"`` makes that
-worker's process exit abruptly (``os._exit(17)``) right after its pull of that iteration.
+worker's process exit abruptly (``os._exit(17)``) right after its pull of that iteration
+(``"<worker>:calibration"``: once every worker is up for the emulated compute's calibration).
 """
 
 from __future__ import annotations
@@ -40,12 +41,30 @@ from torch import nn
 from fl_r2sp.cluster.config import num_classes_of
 from fl_r2sp.cluster.models import batch_loss, build_model
 from fl_r2sp.cluster.runtime.common import protocol as P
-from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
+from fl_r2sp.cluster.runtime.common.context import (
+    RankContext,
+    gather_live,
+    new_store,
+    set_json,
+    wait_get,
+)
 from fl_r2sp.cluster.runtime.ps import compute_model
 from fl_r2sp.cluster.runtime.ps.links import ShardUnreachable, WorkerLinks
 
 KILL_ENV = "FL_R2SP_CLUSTER_KILL"
+#: The kill hook's point "calibration" (``"<worker>:calibration"``), as an iteration number
+#: no real iteration has.
+CALIBRATION_KILL = -2
 EVAL_BATCH = 500
+
+
+def kill_point(hook: str, worker: int) -> int:
+    """The iteration at which the kill hook ``hook`` ("<worker>:<iteration>" or
+    "<worker>:calibration") stops ``worker``: :data:`CALIBRATION_KILL`, or -1 for never."""
+    if not hook or int(hook.split(":")[0]) != worker:
+        return -1
+    point = hook.split(":")[1]
+    return CALIBRATION_KILL if point == "calibration" else int(point)
 
 
 def worker_seed(seed: int, worker: int) -> int:
@@ -102,14 +121,14 @@ class Worker:
             gen = torch.Generator().manual_seed(worker_seed(cfg.seed, self.w))
             self.stream = BatchStream(self.data.train, cfg.batch_size, gen)
         kill = os.environ.get(KILL_ENV, "")
-        self.kill_at = int(kill.split(":")[1]) if kill and int(kill.split(":")[0]) == self.w else -1
+        self.kill_at = kill_point(kill, self.w)
 
     def run(self) -> None:
         """Iterate until a stop message; report a failed parameter server through the store."""
         try:
             self._loop()
-        except TimeoutError as exc:  # the coordinator went silent: leave rather than hang
-            print(f"[worker {self.w}] no permission from the coordinator: {exc}", flush=True)
+        except TimeoutError as exc:  # a peer or the coordinator went silent: leave, not hang
+            print(f"[worker {self.w}] {exc}", flush=True)
             self._bye_best_effort()
         except _ServerFailure as exc:
             set_json(self.store, P.FATAL_KEY, {"rank": self.ctx.rank, "message": str(exc)})
@@ -126,7 +145,10 @@ class Worker:
         t_req = time.perf_counter()
         k = 0
         while True:
-            grant = wait_get(self.store, P.grant_key(self.w, k), self.cfg.timeout_s)
+            try:
+                grant = wait_get(self.store, P.grant_key(self.w, k), self.cfg.timeout_s)
+            except TimeoutError as exc:
+                raise TimeoutError(f"no permission from the coordinator: {exc}") from exc
             t_perm = time.perf_counter()
             latency = max(0.0, self.ctx.now() - float(grant["t"])) if "t" in grant else None
             if grant.get("stop"):
@@ -149,15 +171,21 @@ class Worker:
             return self.cfg.sample_cost_s
         workers, timeout = range(self.cfg.workers), self.cfg.timeout_s
         set_json(self.store, P.calibration_key("up", self.w), {})
-        for v in workers:
-            wait_get(self.store, P.calibration_key("up", v), timeout, delete=False)
-        b = self.cfg.batch_size  # a first batch, not taken from the stream: same data order
-        x, y = self.data.train.x[:b], self.data.train.y[:b]
-        own = compute_model.calibrate(lambda: self._pass(x, y), int(x.shape[0]))
-        set_json(self.store, P.calibration_key("cost", self.w), {"cost": own})
-        costs = [float(wait_get(self.store, P.calibration_key("cost", v), timeout,
-                                delete=False)["cost"]) for v in workers]  # fmt: skip
-        return compute_model.shared_cost(costs)
+        # A peer lost on the way (marked by the coordinator) is not waited for: the others
+        # calibrate without it and the scheme's rule decides whether the run goes on.
+        try:
+            gather_live(self.store, lambda v: P.calibration_key("up", v), workers, timeout)
+            if self.kill_at == CALIBRATION_KILL:
+                os._exit(17)  # test hook: die abruptly during the calibration
+            b = self.cfg.batch_size  # a first batch, not taken from the stream: same data order
+            x, y = self.data.train.x[:b], self.data.train.y[:b]
+            own = compute_model.calibrate(lambda: self._pass(x, y), int(x.shape[0]))
+            set_json(self.store, P.calibration_key("cost", self.w), {"cost": own})
+            got = gather_live(self.store, lambda v: P.calibration_key("cost", v), workers, timeout)
+        except TimeoutError as exc:
+            what = "calibrating the emulated devices (--sample-cost auto)"
+            raise TimeoutError(f"{what}: {exc}") from exc
+        return compute_model.shared_cost([float(got[v]["cost"]) for v in sorted(got)])
 
     def _iterate(self, k: int, batch: int, t_req: float, t_perm: float) -> dict[str, Any] | None:
         """Pull, compute, push iteration ``k``; return its telemetry (None on ABORT)."""

@@ -133,6 +133,31 @@ def test_a_killed_worker_is_dropped_and_the_others_finish(tmp_path: Path, scheme
     assert run.summary["updates_applied"] == [19, 19]  # 8 + 3 + 8 updates, each applied once
 
 
+@pytest.mark.parametrize("scheme", ["asp", "bsp"])
+def test_a_worker_lost_while_calibrating_is_handled_by_the_schemes_rule(
+    tmp_path: Path, scheme: str
+) -> None:
+    """Emulated compute, ``auto`` cost: worker 1 dies once every worker is up for the
+    calibration. The others calibrate without it (no wait for its cost), then ASP drops it and
+    finishes; BSP ends naming it. Before, the others waited out ``timeout_s`` for its cost and
+    the coordinator blamed worker 0 for not starting."""
+    # A long timeout: waiting it out (the old behaviour) is then unmistakable from a loaded start.
+    cfg = _cfg(tmp_path, scheme, max_iterations=4, compute_model="emulated", timeout_s=200.0,
+               run_timeout_s=400.0)  # fmt: skip
+    run = run_local(cfg, env={KILL_ENV: "1:calibration"})
+    assert run.summary is not None, run
+    assert run.exitcodes[3] == 17
+    if scheme == "asp":
+        assert run.summary["status"] == "ok", run.summary.get("error")
+        assert run.summary["iterations_per_worker"] == [4, 0, 4]
+        assert list(run.summary["lost_workers"]) == ["1"]
+        assert run.summary["sample_cost_s"] is not None
+    else:
+        assert run.summary["status"] == "failed"
+        assert "worker 1 (rank 3) lost (before its first iteration" in run.summary["error"]
+    assert run.wall_s < cfg.timeout_s  # nobody waited out the timeout for its cost
+
+
 def test_a_killed_worker_ends_a_bsp_run_naming_it(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, "bsp", max_iterations=8)
     run = run_local(cfg, env={KILL_ENV: "1:3"})
@@ -149,6 +174,9 @@ def test_a_dead_parameter_server_ends_the_run_naming_it(tmp_path: Path) -> None:
     assert run.summary is not None and run.summary["status"] == "failed"
     assert "parameter server 1 (rank 1)" in run.summary["error"]
     assert run.exitcodes[1] == 18 and run.exitcodes[0] == 0
+    # PS 1's arrivals before it died were relayed to rank 0 as they happened.
+    shards = {r["shard"] for r in _rows(run.summary["run_dir"], "ps_updates.csv")}
+    assert shards == {"0", "1"}
     assert run.summary["elapsed_s"] < cfg.timeout_s  # ended on the failure, not a timeout
 
 
