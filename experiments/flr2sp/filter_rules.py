@@ -30,14 +30,13 @@ normal dip, and the warm-up variants skip the rounds where outliers look best.
 Runs go in priority order: every seed of the first four cases, partition by partition, then the
 warm-up and probation variants (:data:`LATER`), so an interrupted sweep leaves the most useful
 cells done. Per run: final accuracy, honest clients blacklisted (count and share of the honest
-clients), recall (blacklisted known outliers / known outliers), bans refused by the cap, and the time to the
-paper's stagnation rule (``converged_at``: the start of 10 evaluations without a gain above the
-tolerance; None when the run stopped at the round cap; always None on the main job, which has
-no convergence window: its users get the model after 60 updates, and the verdict reads only the
+clients), recall (blacklisted known outliers / known outliers), bans refused by the cap, and the
+time to the paper's stagnation rule (``converged_at``: the start of 10 evaluations without a gain
+above the tolerance; None when the run stopped at the round cap; always None on the main job, which
+has no convergence window: its users get the model after 60 updates, and the verdict reads only the
 final accuracy). Pairs: each case minus the filter-off run of the same partition and seed. The
-verdict rule is :func:`verdicts`; the default is chosen by it over the laptop partitions and
-the main job's together (:func:`joint_default`).
-"""
+verdict rule is :func:`verdicts`; the default is chosen by it over the laptop partitions and the
+main job's together (:func:`joint_default`)."""
 
 from __future__ import annotations
 
