@@ -177,7 +177,7 @@ class EventDrivenStrategy(Strategy):
         log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
         self.summary()
         virtual = cfg.clock == "virtual"
-        retry = RetryPolicy(total=cfg.grid_retry_time)
+        retry = RetryPolicy.within(cfg.grid_retry_time)
         # Wall clock: a reply whose objects never arrive (a SuperNode stopped mid-upload) must
         # not hold the whole run for Flower's 180 s object-push session (object_wait). Virtual
         # clock: a lost reply stops the run anyway; a slow upload must not.

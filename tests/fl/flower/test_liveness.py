@@ -175,6 +175,26 @@ def test_retries_are_bounded_and_permanent_errors_are_not_retried() -> None:
     assert not is_transient(ValueError("bad")) and is_transient(RuntimeError("database is locked"))
 
 
+def test_a_lock_storm_longer_than_six_attempts_is_outlasted_within_the_time_bound() -> None:
+    # The SuperLink answers HTTP 500 for 30 s (each refused call takes 1 s), then works.
+    now = [0.0]
+
+    def storm() -> str:
+        now[0] += 1.0
+        if now[0] < 30.0:
+            raise http_error(500)
+        return "ok"
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    assert call_with_retry(storm, "pull", RetryPolicy.within(60.0), sleep, lambda: now[0]) == "ok"
+    now[0] = 0.0
+    with pytest.raises(httpx.HTTPStatusError):  # the time bound still holds
+        call_with_retry(storm, "pull", RetryPolicy.within(10.0), sleep, lambda: now[0])
+    assert now[0] < 30.0
+
+
 def test_a_push_hit_by_passing_superlink_errors_still_reaches_the_node() -> None:
     grid = FakeGrid({10: 0, 11: 1}, 2)
     transport = transport_for(grid, 2)
