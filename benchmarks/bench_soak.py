@@ -10,13 +10,16 @@ C = ``--fraction``, honest clients, a time budget of ``--minutes``):
 * ``churn``: 10% of the nodes (at least one) are killed and restarted with the same
   partition id, spread over the phase (a quarter of the kills SIGKILL, the rest SIGTERM).
 
-Each phase keeps the app's own health bounds (``max-lost-share``, ``max-rejected-share`` at
-their defaults, over chaos.py's hostile-run values). Reported per phase, from the run folder
-and chaos.py's output: status, global updates, the ledger (accepted, rejected, dropped, in
-flight at the stop), the longest gap between global updates, peak memory per node (the
-SuperNode with its ClientApps), and what was lost (clients dropped, partitions that never
-had an update accepted). ``--out`` also writes the figures as JSON; each phase's whole output
-and run folder stay in a temporary folder the script names.
+In both phases chaos.py restarts a SuperNode the ServerApp reports silent twice in a row (a
+wedged SuperNode: its partition queries unanswered, 120 s each), an operator's action counted
+apart from the kills. Each phase keeps the app's own health bounds (``max-lost-share``,
+``max-rejected-share`` at their defaults, over chaos.py's hostile-run values). Reported per
+phase, from the run folder and chaos.py's output: status, global updates, the ledger
+(accepted, rejected, dropped, in flight at the stop), the longest gap between global updates,
+peak memory per node (the SuperNode with its ClientApps), what was lost (clients dropped,
+partitions that never had an update accepted), the restarts and the load average (1 min) at
+the phase's start and end. ``--out`` also writes the figures as JSON; each phase's whole
+output and run folder stay in a temporary folder the script names.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -37,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MEMORY = re.compile(r"memory per node .*: median (\d+) MiB, largest (\d+) MiB")
 #: The run's final status at the SuperLink as chaos.py reports it (RunEnd.describe).
 LINK_STATUS = re.compile(r"status (.+?) at the SuperLink")
+#: chaos.py's count of SuperNodes restarted as silent (wedged).
+SILENT_RESTARTS = re.compile(r"(\d+) silent nodes restarted")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -82,8 +88,8 @@ def figures(runs: Path, output: str) -> dict[str, Any]:
             "memory_mib_median": int(memory.group(1)) if memory else None,
         }
     summary = json.loads((folders[0] / "summary.json").read_text())["summary"]
-    with open(folders[0] / "jobs.csv", newline="") as fh:
-        jobs = list(csv.DictReader(fh))
+    ledger = folders[0] / "jobs.csv"  # absent if the run failed before training
+    jobs = list(csv.DictReader(ledger.read_text().splitlines())) if ledger.exists() else []
     accepted = {int(j["cid"]) for j in jobs if j["push_end"] and not j["failed"]}
     partitions = {int(j["cid"]) for j in jobs}
     memory = MEMORY.search(output)
@@ -96,6 +102,7 @@ def figures(runs: Path, output: str) -> dict[str, Any]:
         "memory_mib_median": int(memory.group(1)) if memory else None,
         "memory_mib_largest": int(memory.group(2)) if memory else None,
         "kills": re.findall(r"chaos: (\d+) kills, (\d+) restarts", output),
+        "silent_restarts": int(m.group(1)) if (m := SILENT_RESTARTS.search(output)) else None,
         "superlink_status": link.group(1) if (link := LINK_STATUS.search(output)) else None,
     }
 
@@ -106,11 +113,13 @@ def run_phase(args: argparse.Namespace, phase: str, logs: Path) -> dict[str, Any
     runs = logs / f"{phase}-runs"
     cmd = chaos_cmd(args, phase, runs)
     print("$", " ".join(cmd), flush=True)
+    load = os.getloadavg()[0]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     out = res.stdout + res.stderr
     (logs / f"{phase}.log").write_text(out)
     print("\n".join(line for line in out.splitlines() if line.startswith("chaos")), flush=True)
-    return {"phase": phase, "chaos_exit": res.returncode, **figures(runs, out)}
+    loads = {"load_start": round(load, 1), "load_end": round(os.getloadavg()[0], 1)}
+    return {"phase": phase, "chaos_exit": res.returncode, **loads, **figures(runs, out)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{gap if gap is None or not math.isfinite(gap) else round(gap, 1)} s; memory per "
             f"node median {r.get('memory_mib_median')} MiB, largest {r.get('memory_mib_largest')}"
             f" MiB; lost clients {r.get('clients_lost')}, partitions without an accepted "
-            f"update {r.get('partitions_without_accepted_update')}; kills/restarts {r['kills']}"
+            f"update {r.get('partitions_without_accepted_update')}; kills/restarts {r['kills']}, "
+            f"silent nodes restarted {r['silent_restarts']}; load {r['load_start']} -> "
+            f"{r['load_end']}"
         )
     if args.out is not None:
         args.out.write_text(json.dumps(results, indent=2) + "\n")

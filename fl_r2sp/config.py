@@ -296,9 +296,10 @@ class RunConfig:
         "(not offline); doubles with each consecutive failure, up to 30 s (0 = at once).",
     )
     grid_retry_time: float = _f(
-        10.0,
+        60.0,
         "Flower: seconds a push/pull hitting a transient SuperLink error (HTTP 5xx, 'database "
-        "is locked') is retried with backoff (6 attempts at most) before the job fails.",
+        "is locked') is retried with backoff (waits doubling up to 2 s) before the job fails "
+        "(a pull: the run stops).",
     )
     checkpoint_every: int = _f(
         0,

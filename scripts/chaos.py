@@ -15,6 +15,12 @@ and restarts it ``--down`` seconds later with the same ``partition-id`` (a new
 node id: the server must re-attach it). One node is down at a time, so every
 group keeps members.
 
+It also acts as an operator would on a *wedged* SuperNode: one the ServerApp reports silent
+(its partition queries unanswered, :data:`fl_r2sp.flower.discovery.SILENT`)
+``--restart-silent`` times in a row is stopped and started again at once with its partition
+id (its node id read from its log); each such restart is printed and counted apart from the
+kills.
+
 It waits for the run's end as the SuperLink reports it (``flwr ls``; ``flwr run --stream``
 can exit 0 while the run still trains, its log stream re-attached then), for as long as the
 run progresses (:func:`fl_r2sp.flower.run_watch.watch_for`: a logged global update within
@@ -47,9 +53,11 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -67,6 +75,7 @@ for path in (HERE, HERE.parent):  # run as a script from a checkout
 
 import deploy_local as dl  # noqa: E402
 
+from fl_r2sp.flower.discovery import SILENT  # noqa: E402
 from fl_r2sp.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
@@ -83,6 +92,8 @@ from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E40
 #: and num-examples = -5; group 0: ids 2 and 4, a NaN and a wrong-size vector) and an accepted
 #: sign flipper (id 5, group 1).
 ATTACK = "huge(1e30)@1+examples(-5)@3+nan@2+shape(1)@4+sign-flip@5"
+#: The line a SuperNode logs once connected, with its node id.
+NODE_ID = re.compile(rb"SuperNode ID: (\d+)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -102,6 +113,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kills", type=int, default=0, help="most kills (default 0: no limit)")
     p.add_argument("--down", type=float, default=6.0, help="seconds a killed node stays down")
     p.add_argument("--sigkill-share", type=float, default=0.25, help="kills that are SIGKILL")
+    p.add_argument(
+        "--restart-silent",
+        type=int,
+        default=2,
+        help="restart a SuperNode the ServerApp reported silent this many times in a row (each "
+        "report: a partition query unanswered for 120 s; default 2; 0 = never)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the kill schedule and the run")
     p.add_argument("--attack", default=ATTACK, help=f"attack knob (default: {ATTACK})")
     p.add_argument("--run-config", default="", help="extra run-config overrides")
@@ -147,15 +165,37 @@ def job_timeout_floor(base: float = 60.0, most: float = 600.0) -> float:
     return round(min(most, base * max(1.0, load)), 1)
 
 
-class Chaos:
-    """Kills and restarts SuperNodes on a seeded schedule (one thread)."""
+def node_partitions(logs: Path, n: int) -> dict[int, int]:
+    """{node id: partition} of the SuperNodes of ``logs`` (``supernode-<i>.log``, i < ``n``).
 
-    def __init__(self, args: argparse.Namespace, start_node: Any, procs: dict[int, Any]) -> None:
-        self.args, self.start_node, self.procs = args, start_node, procs
+    A log holds every start of its partition's SuperNode: the last id logged is the current
+    one (a restarted node logs its new id once connected).
+    """
+    out: dict[int, int] = {}
+    for i in range(n):
+        path = logs / f"supernode-{i}.log"
+        ids = NODE_ID.findall(path.read_bytes()) if path.exists() else []
+        if ids:
+            out[int(ids[-1])] = i
+    return out
+
+
+class Chaos:
+    """Kills and restarts SuperNodes on a seeded schedule; restarts silent ones (two threads).
+
+    ``logs`` is the folder of the SuperNodes' logs (:func:`node_partitions`).
+    """
+
+    def __init__(
+        self, args: argparse.Namespace, start_node: Any, procs: dict[int, Any], logs: Path
+    ) -> None:
+        self.args, self.start_node, self.procs, self.logs = args, start_node, procs, logs
         self.rng = np.random.default_rng([args.seed, 99])
         self.stop = threading.Event()
+        self.lock = threading.Lock()  # one of the two threads stops or starts a node at a time
         self.log: list[str] = []
-        self.kills = self.restarts = 0
+        self.kills = self.restarts = self.silent_restarts = 0
+        self._restarted: set[int] = set()  # node ids restarted as silent
 
     def run(self, lines: list[str]) -> None:
         """Once the first model is evaluated (a line of ``lines``), kill and restart nodes.
@@ -172,19 +212,59 @@ class Chaos:
                 return
             pid = int(self.rng.integers(n))
             sig = signal.SIGKILL if self.rng.random() < self.args.sigkill_share else signal.SIGTERM
-            proc = self.procs[pid]
-            try:
-                os.killpg(proc.pid, sig)  # the node and its ClientApp processes
-            except ProcessLookupError:
+            with self.lock:
+                if not self._stop_node(pid, sig):
+                    continue
+                self.kills += 1
+                self.note(f"killed partition {pid} (group {pid % m}) with {sig.name}")
+                if self.stop.wait(self.args.down):
+                    break
+                self.procs[pid] = self.start_node(pid)
+                self.restarts += 1
+                self.note(f"restarted partition {pid}")
+
+    def watch_silent(self, lines: list[str]) -> None:
+        """Restart each SuperNode the ServerApp reports silent ``--restart-silent`` times.
+
+        Reads the new ``lines`` every second until :attr:`stop`. The node is stopped
+        (SIGTERM, SIGKILL after 30 s) and started again at once with its partition id: a
+        new node id, which the ServerApp asks like any newcomer. A node id is restarted once;
+        one not found in the logs (or not the current node of its partition) is left alone.
+        """
+        read = 0
+        while not self.stop.wait(1.0):
+            fresh, read = lines[read : len(lines)], len(lines)
+            self.restart_silent(fresh)
+
+    def restart_silent(self, fresh: list[str]) -> None:
+        """Restart the nodes ``fresh`` lines report silent often enough (:meth:`watch_silent`)."""
+        for match in filter(None, map(SILENT.search, fresh)):
+            node, asked = int(match[1]), int(match[2])
+            if asked < self.args.restart_silent or node in self._restarted:
                 continue
+            self._restarted.add(node)
+            with self.lock:  # not while the schedule has a node down
+                pid = node_partitions(self.logs, self.args.num_supernodes).get(node)
+                if self.stop.is_set() or pid is None or not self._stop_node(pid, signal.SIGTERM):
+                    continue
+                self.procs[pid] = self.start_node(pid)
+            self.silent_restarts += 1
+            self.note(f"restarted silent partition {pid} (node {node}, {asked} queries)")
+
+    def _stop_node(self, pid: int, sig: signal.Signals) -> bool:
+        """Send ``sig`` to partition ``pid``'s SuperNode and its ClientApps; wait for its end
+        (SIGKILL after 30 s). False if it was already gone."""
+        proc = self.procs[pid]
+        try:
+            os.killpg(proc.pid, sig)  # the node and its ClientApp processes
+        except ProcessLookupError:
+            return False
+        try:
             proc.wait(timeout=30)
-            self.kills += 1
-            self.note(f"killed partition {pid} (group {pid % m}) with {sig.name}")
-            if self.stop.wait(self.args.down):
-                break
-            self.procs[pid] = self.start_node(pid)
-            self.restarts += 1
-            self.note(f"restarted partition {pid}")
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        return True
 
     def note(self, text: str) -> None:
         line = f"chaos t={time.monotonic() - T0:6.1f}s: {text}"
@@ -270,6 +350,8 @@ def analyse(run_dir: Path) -> Verdict:
         raise RuntimeError(f"chaos: expected one run folder in {run_dir}, found {folders}")
     folder = folders[0]
     summary = json.loads((folder / "summary.json").read_text())["summary"]
+    if summary.get("stopped") == "before training":  # its folder has the summary alone
+        return Verdict(summary, [], [], float("nan"), [], [])
     records = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
     with open(folder / "jobs.csv", newline="") as fh:
         jobs = list(csv.DictReader(fh))
@@ -370,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         log = open(home / "logs" / f"supernode-{i}.log", "ab")  # noqa: SIM115 (the child keeps it)
         return start_group(dl.supernode_cmd(link_port, node_ports[i], i, n), env, app, log)
 
-    chaos = Chaos(args, start_node, nodes)
+    chaos = Chaos(args, start_node, nodes, home / "logs")
     code = 1
     try:
         link_log = open(home / "logs" / "superlink.log", "wb")  # noqa: SIM115
@@ -385,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
         lines: list[str] = []
         thread = threading.Thread(target=chaos.run, args=(lines,), daemon=True)
         thread.start()
+        watch = threading.Thread(target=chaos.watch_silent, args=(lines,), daemon=True)
+        if args.restart_silent > 0:
+            watch.start()
         memory = MemoryWatch(nodes)
         threading.Thread(target=memory.run, daemon=True).start()
         deadline = time.monotonic() + args.timeout if args.timeout else None
@@ -394,7 +479,12 @@ def main(argv: list[str] | None = None) -> int:
             chaos.stop.set()
             memory.stop.set()
             thread.join(timeout=60)
-        print(f"chaos: {chaos.kills} kills, {chaos.restarts} restarts; {end.describe()}")
+            if watch.is_alive():  # no node started after the nodes are stopped below
+                watch.join(timeout=90)
+        print(
+            f"chaos: {chaos.kills} kills, {chaos.restarts} restarts, {chaos.silent_restarts} "
+            f"silent nodes restarted; {end.describe()}"
+        )
         print(f"chaos: {memory.line()}")
         if end.gave_up is not None:
             print(f"chaos: gave up waiting for the run: {end.gave_up}", flush=True)

@@ -21,6 +21,17 @@ asks nodes it has not seen yet for their partition id, and settles answers:
   claim only the partition bound to its registered key: any other claim is
   refused for good, whoever answered first.
 
+A node that does not answer its query within :data:`REQUERY_AFTER` s is asked again with a
+new message and reported *silent* (a warning :data:`SILENT` matches, naming the node and
+how often it was asked since its last answer). Re-asking covers a query the SuperNode failed
+to pull; it cannot help a *wedged* SuperNode: Flower 1.42's SuperNode handles one message
+at a time and, when a ClientApp's reply upload failed (its task token refused after a
+"database is locked" HTTP 500 from a busy SuperLink), waits forever for the reply's
+objects, pulling nothing more. Only a restart helps that node; a supervisor
+(``scripts/chaos.py --restart-silent``) does it on the warning, and the restarted node
+(a new node id) is asked like any newcomer. Queries to nodes that left the online set are
+not awaited (the start's wait would otherwise last its whole ``node-wait``).
+
 Detection latency of a lost node: a SuperNode sends a heartbeat every
 ~24 s (Flower 1.42: 0.8 x the 30 s interval, +-10 %); the SuperLink marks it
 offline once ``online_until = last heartbeat + 2 x 30 s`` passes, i.e. 36-60 s
@@ -31,6 +42,7 @@ and leaves the online set at once.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,6 +57,9 @@ log = logging.getLogger("fl_r2sp")
 
 #: Seconds after which a partition query without an answer is asked again.
 REQUERY_AFTER = 120.0
+#: The warning about a node that left a query unanswered for REQUERY_AFTER s: group 1 is
+#: the node id, group 2 how many queries it was sent since its last answer.
+SILENT = re.compile(r"node (\d+) is silent: (\d+) partition queries unanswered")
 
 
 class PartitionMap:
@@ -91,6 +106,7 @@ class PartitionMap:
         self._asked: dict[str, int] = {}  # query message id -> node id
         self._asked_at: dict[int, float] = {}  # node -> when its latest query went out
         self._seen: set[int] = set()  # nodes asked (answered or not)
+        self._asks: dict[int, int] = {}  # node -> queries sent since its last answer
         self._claims: dict[int, int] = {}  # refused node -> the partition it claims
 
     def refresh(self) -> list[int]:
@@ -104,19 +120,36 @@ class PartitionMap:
         ids = call_with_retry(lambda: list(self.grid.get_node_ids()), "get_node_ids", self.retry)
         was_lost = self.lost()
         self.online = set(ids)
+        for node in {n for n in self._asked.values() if n not in self.online}:
+            self._forget_queries(node)  # gone: not awaited; asked again if it comes back
+            self._seen.discard(node)
         # A node that missed heartbeats (a starved machine) comes back online with its own id.
         back = sorted(p for p in was_lost if self.node_of[p] in self.online)
         new = sorted(n for n in self.online if n not in self._seen)
-        # A query a node never answers is asked again: Flower 1.42's SuperNode drops a
-        # message it failed to pull (HTTP 500 on a SuperLink "database is locked", seen with
-        # 32 nodes at load 30) and never answers it.
-        now = self.clock()
-        lost = sorted(
-            n for n, t in self._asked_at.items() if n in self.online and now - t > REQUERY_AFTER
-        )
-        if new or lost:
-            self._ask(new + lost)
+        silent = self._silent()
+        if new or silent:
+            self._ask(new + silent)
         return back + self.read_answers() + self._settle_claims()
+
+    def _silent(self) -> list[int]:
+        """Nodes whose latest query is REQUERY_AFTER s old, each reported (:data:`SILENT`).
+
+        Flower 1.42's SuperNode drops a message it failed to pull (HTTP 500 on a SuperLink
+        "database is locked", seen with 32 nodes at load 30) and never answers it: a new
+        message reaches it. A wedged SuperNode answers none (module docstring).
+        """
+        now = self.clock()
+        silent = sorted(n for n, t in self._asked_at.items() if now - t > REQUERY_AFTER)
+        for node in silent:
+            log.warning(
+                "node %d is silent: %d partition queries unanswered, the latest for %.0f s; "
+                "asking again with a new message (a SuperNode that stays silent is wedged: "
+                "restart it)",
+                node,
+                self._asks.get(node, 0),
+                now - self._asked_at[node],
+            )
+        return silent
 
     def _ask(self, nodes: list[int]) -> None:
         msgs = [self.make_query(n) for n in nodes]
@@ -127,6 +160,7 @@ class PartitionMap:
             if mid:
                 self._asked[mid] = node
                 self._asked_at[node] = self.clock()
+                self._asks[node] = self._asks.get(node, 0) + 1
                 self._seen.add(node)
 
     def read_answers(self) -> list[int]:
@@ -148,6 +182,7 @@ class PartitionMap:
 
     def _forget_queries(self, node: int) -> None:
         self._asked_at.pop(node, None)
+        self._asks.pop(node, None)
         for mid in [m for m, n in self._asked.items() if n == node]:
             del self._asked[mid]
 

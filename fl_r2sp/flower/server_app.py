@@ -16,6 +16,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fl_r2sp.clients.runtime import data_for
 from fl_r2sp.datasets import dataset_info
+from fl_r2sp.flower.heartbeat_guard import retry_heartbeat_5xx
 from fl_r2sp.flower.run_config_check import check_run_config
 from fl_r2sp.flower.strategy import strategy_for
 from fl_r2sp.models import build_model, resolve_model_name
@@ -40,6 +41,7 @@ def _configure_logging() -> None:
 def main(grid: Grid, context: Context) -> None:
     """Validate the run config, build the initial model, run the strategy."""
     _configure_logging()
+    retry_heartbeat_5xx()  # a busy SuperLink's HTTP 500 must not end the run's heartbeat
     # First act: every key, the spec keys (attack, delay ...) included, named if bad.
     cfg = check_run_config(dict(context.run_config))
     if not cfg.timing_only:

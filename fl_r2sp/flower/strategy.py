@@ -48,12 +48,14 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Result, Strategy
 
 from fl_r2sp.config import RunConfig
+from fl_r2sp.flower.discovery import PartitionMap
 from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.node_manifest import read_manifest
 from fl_r2sp.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
 from fl_r2sp.flower.records import MetricValue, arrays_of, number
 from fl_r2sp.flower.retry import RetryPolicy
 from fl_r2sp.models.weights import flatten, unflatten
+from fl_r2sp.server.run_files import write_failed_start
 from fl_r2sp.server.run_output import RunOutput
 from fl_r2sp.server.runner import run
 from fl_r2sp.strategies.aggregation import mean, weighted_mean
@@ -175,21 +177,12 @@ class EventDrivenStrategy(Strategy):
         log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
         self.summary()
         virtual = cfg.clock == "virtual"
-        retry = RetryPolicy(total=cfg.grid_retry_time)
+        retry = RetryPolicy.within(cfg.grid_retry_time)
         # Wall clock: a reply whose objects never arrive (a SuperNode stopped mid-upload) must
         # not hold the whole run for Flower's 180 s object-push session (object_wait). Virtual
         # clock: a lost reply stops the run anyway; a slow upload must not.
         with bounded_object_pulls(None if virtual else OBJECT_WAIT):
-            pmap = find_partitions(
-                grid,
-                timeout=cfg.node_wait,
-                expected=cfg.num_partitions,
-                wait_for_all=not virtual or not cfg.allow_missing_nodes,
-                allow_missing=cfg.allow_missing_nodes,
-                retry=retry,
-                grace=cfg.node_grace,
-                bindings=read_manifest(cfg.node_manifest) if cfg.node_manifest else None,
-            )
+            pmap = _find_partitions(grid, cfg, retry)
             # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
             # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
             # Wall clock with an adaptive job limit (job-timeout-factor): the limit may grow past
@@ -306,6 +299,29 @@ def strategy_for(cfg: RunConfig) -> EventDrivenStrategy:
             f"strategy {cfg.strategy!r} has no Flower class here; known: {', '.join(STRATEGIES)}"
         )
     return STRATEGIES[cfg.strategy](cfg)
+
+
+def _find_partitions(grid: Grid, cfg: RunConfig, retry: RetryPolicy) -> PartitionMap:
+    """:func:`find_partitions` for ``cfg``; if it fails, the run's folder says so first.
+
+    A run whose partitions never answered had no loop to write its folder; without one
+    the failure would be only in the ServerApp's log (:func:`write_failed_start`).
+    """
+    try:
+        return find_partitions(
+            grid,
+            timeout=cfg.node_wait,
+            expected=cfg.num_partitions,
+            wait_for_all=cfg.clock != "virtual" or not cfg.allow_missing_nodes,
+            allow_missing=cfg.allow_missing_nodes,
+            retry=retry,
+            grace=cfg.node_grace,
+            bindings=read_manifest(cfg.node_manifest) if cfg.node_manifest else None,
+        )
+    except (RuntimeError, ValueError) as exc:
+        folder = write_failed_start(cfg, f"partition discovery: {exc}")
+        log.error("run failed before training; its folder: %s", folder)
+        raise
 
 
 def _wrap_evaluate_fn(

@@ -101,6 +101,28 @@ def write_run_dir(
     return directory
 
 
+def write_failed_start(cfg: RunConfig, failure: str) -> Path:
+    """The folder of a run that failed before training began; return it.
+
+    E.g. partitions that never answered the partition query: the run had no loop, so the
+    folder holds ``config.json``, the ``COMPLETE`` marker and ``summary.json`` (written last)
+    with ``"status": "failed"``, ``failure`` (why), ``stopped`` (``"before training"``) and
+    ``global_updates`` 0; no ledger, history or weights.
+    """
+    directory = reserve_run_dir(cfg.run_dir, default_run_name(cfg))
+    meta = {"config": cfg.to_run_config(), "seed": cfg.seed}
+    summary = {
+        "status": "failed",
+        "failure": failure,
+        "stopped": "before training",
+        "global_updates": 0,
+    }
+    atomic_write_json(directory / "config.json", meta)
+    mark_complete(directory, {k: summary.get(k) for k in MARKER_KEYS})
+    atomic_write_json(directory / "summary.json", {**meta, "summary": summary})
+    return directory
+
+
 def mark_interrupted(cfg: RunConfig, directory: Path) -> None:
     """Write a ``summary.json`` saying ``interrupted``: what a run killed from now on leaves.
 

@@ -20,7 +20,11 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
+from fl_r2sp.config import RunConfig
 from fl_r2sp.flower.run_watch import RunEnd
+from fl_r2sp.server.run_files import write_failed_start
 from tests.paths import REPO
 
 #: The SuperLink's word on a run that completed, and on one whose stream ended early and
@@ -90,3 +94,13 @@ def test_a_clean_folder_passes(tmp_path: Path) -> None:
     # A failed run never passes, however smooth.
     (folder / "summary.json").write_text(json.dumps({"summary": {"status": "failed"}}))
     assert not chaos.analyse(tmp_path).ok
+
+
+def test_a_run_that_failed_before_training_is_reported_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chaos = load_chaos()
+    cfg = RunConfig(run_dir=str(tmp_path))
+    write_failed_start(cfg, "partition discovery: missing partition ids: 22")
+    assert chaos.report(tmp_path, COMPLETED) == 1
+    assert "status failed; stopped: before training" in capsys.readouterr().out

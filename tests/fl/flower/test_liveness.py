@@ -9,14 +9,18 @@ push/pull failures can be injected.
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import numpy as np
 import pytest
+from flwr.app import ArrayRecord
 
+from fl_r2sp.config import RunConfig
 from fl_r2sp.flower import discovery, grid_transport
 from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
 from fl_r2sp.flower.retry import RetryPolicy, call_with_retry, is_transient
@@ -26,9 +30,11 @@ from fl_r2sp.server.admission import MISFIT_PREFIX, OFFLINE_PREFIX, Admission, A
 from fl_r2sp.server.loop_base import StopRule
 from fl_r2sp.server.transport import InProcessTransport
 from fl_r2sp.server.wall_loop import WallLoop
+from fl_r2sp.strategies import FLR2SP
 from fl_r2sp.strategies.base import ModelUpdated, Record, Send, Update
 from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
 from fl_r2sp.strategies.params import GroupParams, OutlierParams
+from fl_r2sp.telemetry.rundir import complete_run_dirs
 
 FAST = RetryPolicy(attempts=4, first_wait=0.001, total=1.0)
 
@@ -61,6 +67,7 @@ class FakeGrid:
         self.on_train: Any = None  # called with the number of train messages so far
         self.misfit: set[int] = set()  # partitions whose replies carry one element too many
         self.lose_query: set[int] = set()  # nodes that drop their next query (never answer it)
+        self.wedged: set[int] = set()  # nodes that answer no query at all (a wedged SuperNode)
         self._ready: dict[str, SimpleNamespace] = {}
         self._seq = 0
 
@@ -84,6 +91,8 @@ class FakeGrid:
         if node not in self.online:
             return mid  # lost: never answered
         if "arrays" not in msg.content:
+            if node in self.wedged:
+                return mid
             if node in self.lose_query:  # as a SuperNode that failed to pull it
                 self.lose_query.discard(node)
                 return mid
@@ -166,6 +175,26 @@ def test_retries_are_bounded_and_permanent_errors_are_not_retried() -> None:
     assert not is_transient(ValueError("bad")) and is_transient(RuntimeError("database is locked"))
 
 
+def test_a_lock_storm_longer_than_six_attempts_is_outlasted_within_the_time_bound() -> None:
+    # The SuperLink answers HTTP 500 for 30 s (each refused call takes 1 s), then works.
+    now = [0.0]
+
+    def storm() -> str:
+        now[0] += 1.0
+        if now[0] < 30.0:
+            raise http_error(500)
+        return "ok"
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    assert call_with_retry(storm, "pull", RetryPolicy.within(60.0), sleep, lambda: now[0]) == "ok"
+    now[0] = 0.0
+    with pytest.raises(httpx.HTTPStatusError):  # the time bound still holds
+        call_with_retry(storm, "pull", RetryPolicy.within(10.0), sleep, lambda: now[0])
+    assert now[0] < 30.0
+
+
 def test_a_push_hit_by_passing_superlink_errors_still_reaches_the_node() -> None:
     grid = FakeGrid({10: 0, 11: 1}, 2)
     transport = transport_for(grid, 2)
@@ -235,12 +264,55 @@ def test_a_lost_partition_query_is_asked_again() -> None:
     assert grid.pushed == [10, 11, 11]
 
 
+def test_a_wedged_node_is_reported_silent_and_its_restart_ends_the_wait(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Node 11 (partition 1) answers nothing; at t = 2.5 x REQUERY_AFTER a supervisor stops it
+    # (it leaves the online set) and starts partition 1 again as node 12.
+    grid = FakeGrid({10: 0, 11: 1}, 2)
+    grid.wedged.add(11)
+    after = discovery.REQUERY_AFTER
+
+    def restart() -> None:
+        grid.online.discard(11)
+        grid.add(12, 1)
+
+    fake = FakeTime({2.5 * after: restart})
+    with caplog.at_level(logging.WARNING, logger="fl_r2sp"):
+        pmap = discovery.discover(
+            grid, grid_transport.query_message, 2, timeout=10 * after, wait_for_all=True,
+            retry=FAST, poll=0.5, clock=fake.clock, sleep=fake.sleep,
+        )  # fmt: skip
+    reports = [discovery.SILENT.search(r.getMessage()) for r in caplog.records]
+    # Reported after each unanswered query, with a new message each time ...
+    assert [(int(m[1]), int(m[2])) for m in reports if m] == [(11, 1), (11, 2)]
+    assert grid.pushed == [10, 11, 11, 11, 12]
+    # ... and the restarted node ends the wait at once: the gone node's query is not awaited.
+    assert pmap.node_of == {0: 10, 1: 12} and pmap.pending() == 0
+    assert fake.now == 2.5 * after
+
+
 def test_nodes_missing_at_start_are_named_after_the_bounded_wait() -> None:
     grid = FakeGrid({10: 0, 11: 1}, 3)
     with pytest.raises(RuntimeError, match="missing partition ids: 2"):
         find_partitions(grid, timeout=0.05, expected=3, wait_for_all=True, retry=FAST)
     pmap = find_partitions(grid, 0.05, 3, wait_for_all=True, allow_missing=True, retry=FAST)
     assert pmap.node_of == {0: 10, 1: 11}
+
+
+def test_a_run_whose_partitions_never_answered_leaves_a_failed_folder(tmp_path: Path) -> None:
+    grid = FakeGrid({10: 0}, 2)  # partition 1 never connects
+    cfg = RunConfig(
+        clock="wall", num_partitions=2, num_groups=1, timing_only=True, plots=False,
+        run_dir=str(tmp_path), node_wait=0.2, node_grace=0.0,
+    )  # fmt: skip
+    with pytest.raises(RuntimeError, match="missing partition ids: 1"):
+        FLR2SP(cfg).start(grid=grid, initial_arrays=ArrayRecord(TEMPLATE), timeout=30)
+    (folder,) = complete_run_dirs(tmp_path)  # final: the marker beside the summary
+    summary = json.loads((folder / "summary.json").read_text())["summary"]
+    assert summary["status"] == "failed" and summary["global_updates"] == 0
+    assert "partition discovery: 1 of num-partitions=2" in summary["failure"]
+    assert "missing partition ids: 1" in summary["failure"]
 
 
 class FakeTime:
