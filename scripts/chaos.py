@@ -317,7 +317,8 @@ class Verdict:
     median_round : float
         Median group round time (release to collection).
     stalled : list of (float, float)
-        (time, gap) of every gap longer than 2x ``median_round``.
+        (time, gap) of every gap after the first global update longer than 2x
+        ``median_round`` (the first gap holds every ClientApp's start-up, not a stall).
     rejoins : list of (int, float, bool or None)
         (partition, time re-attached, whether a reply of it (an update, rejected or
         not, or an error reply) came after the re-attachment and by its group's
@@ -359,7 +360,9 @@ def analyse(run_dir: Path) -> Verdict:
     rounds = [r["round_time"] for r in records if r["kind"] == "group_collect"]
     gaps = [float(g) for g in np.diff([0.0, *applies])]
     median = statistics.median(rounds) if rounds else float("nan")
-    stalled = [(a, g) for a, g in zip(applies, gaps, strict=True) if g > 2 * median]
+    # From the second update on: the first gap runs from the loop's start and holds every
+    # ClientApp's start-up (248 s with 32 SuperNodes on 2 cores), which is no stall.
+    stalled = [(a, g) for a, g in zip(applies[1:], gaps[1:], strict=True) if g > 2 * median]
     return Verdict(summary, records, gaps, median, stalled, _rejoins(records, jobs))
 
 

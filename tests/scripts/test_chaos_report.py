@@ -104,3 +104,28 @@ def test_a_run_that_failed_before_training_is_reported_with_its_reason(
     write_failed_start(cfg, "partition discovery: missing partition ids: 22")
     assert chaos.report(tmp_path, COMPLETED) == 1
     assert "status failed; stopped: before training" in capsys.readouterr().out
+
+
+def test_the_first_update_gap_is_start_up_not_a_stall(tmp_path: Path) -> None:
+    """The gap from the loop's start to the first update (ClientApps starting) is reported in
+    ``gaps`` but does not make the run stalled; the same gap later does."""
+    chaos = load_chaos()
+    folder = write_folder(tmp_path)
+    rows = [json.loads(x) for x in (folder / "records.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if not (r["kind"] == "group_apply" and r["t"] == 12.0)]
+    rows = [r for r in rows if not (r["kind"] == "client_rejoin" and r["cid"] == 3)]
+    for r in rows:  # every event 30 s later: a 32 s first gap, the rest as before
+        r["t"] += 30.0
+    (folder / "records.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with open(folder / "jobs.csv", newline="") as fh:
+        jobs = [
+            {**j, "dispatch": float(j["dispatch"]) + 30.0,
+             "push_end": float(j["push_end"]) + 30.0 if j["push_end"] else ""}
+            for j in csv.DictReader(fh)
+        ]  # fmt: skip
+    with open(folder / "jobs.csv", "w", newline="") as fh:
+        out = csv.DictWriter(fh, list(jobs[0]))
+        out.writeheader()
+        out.writerows(jobs)
+    v = chaos.analyse(tmp_path)
+    assert v.gaps[0] == 32.0 and not v.stalled and v.ok
