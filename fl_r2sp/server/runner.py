@@ -121,15 +121,26 @@ def run(
     # checkpoint-every / resume-from (fl_r2sp/server/checkpoint.py): the folder to finish.
     directory = attach(cfg, loop, clients, saved, run_name)
     started = time.perf_counter()
-    final, interrupted = _drive(loop, saved, weights, clients, transport)
+    final, stop = _drive(loop, saved, weights, clients, transport)
+    interrupted = stop if isinstance(stop, KeyboardInterrupt) else None
     network = getattr(loop, "net", network)  # a resumed loop holds the checkpointed one
-    out = _finish(cfg, loop, final, network, outliers, started)
-    problem = _health(cfg, out, len(clients), interrupted is not None)
-    if write:
-        out.run_dir = write_run_dir(cfg, out, run_name, directory, complete=interrupted is None)
-    if interrupted is not None:
-        log.error("run interrupted; its folder (no COMPLETE marker): %s", out.run_dir)
-        raise interrupted
+    try:
+        out = _finish(cfg, loop, final, network, outliers, started)
+        problem = _health(cfg, out, len(clients), interrupted is not None)
+        if stop is not None and interrupted is None:  # the loop raised: the run failed
+            problem = f"the server loop raised {type(stop).__name__}: {stop}"
+            out.summary.update(status="failed", failure=problem)
+        if write:
+            out.run_dir = write_run_dir(cfg, out, run_name, directory, complete=interrupted is None)
+    except Exception:
+        if stop is None:
+            raise
+        log.exception("the folder of the stopped run could not be written")
+        raise stop from None
+    if stop is not None:
+        what = "interrupted" if interrupted is not None else "failed"
+        log.error("run %s; its folder: %s", what, out.run_dir)
+        raise stop
     if progress:
         from fl_r2sp.telemetry.summary import format_summary
 
@@ -155,23 +166,28 @@ def _drive(
     weights: np.ndarray,
     clients: list[int],
     transport: Transport,
-) -> tuple[np.ndarray, KeyboardInterrupt | None]:
-    """Run (or resume) ``loop`` to its stop; the final weights and the interruption, if any.
+) -> tuple[np.ndarray, BaseException | None]:
+    """Run (or resume) ``loop`` to its stop; the final weights and what stopped it, if not
+    the loop's own rule: a ``KeyboardInterrupt`` or the exception the loop raised.
 
-    Ctrl-C and SIGTERM end the loop as an interruption (the caller writes the folder, then
-    re-raises it); the jobs still out are filed as in flight either way.
+    Ctrl-C and SIGTERM end the loop as an interruption, an exception from the loop (a
+    transport, an evaluator, a bug) as a failure; either way the caller writes the folder of
+    what ran, then re-raises it, and the jobs still out are filed as in flight.
     """
-    interrupted: KeyboardInterrupt | None = None
+    stop: BaseException | None = None
     try:
         with _sigterm_interrupts():
             final = loop.run(weights, clients) if saved is None else resume(loop, saved)
     except KeyboardInterrupt as exc:
-        interrupted, final = exc, loop.policy.weights
+        stop, final = exc, loop.policy.weights
         loop.finish(f"interrupted ({exc or 'SIGINT'})")
+    except Exception as exc:
+        stop, final = exc, loop.policy.weights
+        loop.finish(f"failed ({type(exc).__name__})")
     finally:
         transport.close()
     loop.settle_in_flight()
-    return final, interrupted
+    return final, stop
 
 
 def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:

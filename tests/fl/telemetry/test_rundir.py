@@ -184,6 +184,35 @@ def test_an_interrupted_run_says_so_and_files_its_jobs_in_flight(tmp_path, monke
     assert sum(r["in_flight"] == "True" for r in rows) == s["jobs_in_flight"]
 
 
+def test_a_run_whose_loop_raises_leaves_a_failed_folder_and_re_raises(tmp_path, monkeypatch):
+    """A crash mid-run (here a bug at the 4th global update) used to leave no folder at all:
+    now the folder of what ran is written, ``failed`` with the exception named, complete (a
+    finished record of a failed run), and the exception still reaches the caller."""
+    from fl_r2sp.server.loop_base import LoopBase
+
+    original = LoopBase.model_updated
+
+    def crash_at_4(self, now, d):
+        original(self, now, d)
+        if d.version == 4:
+            raise ValueError("a bug in the aggregation")
+
+    monkeypatch.setattr(LoopBase, "model_updated", crash_at_4)
+    with pytest.raises(ValueError, match="a bug in the aggregation"):
+        run(_small_run(tmp_path, plots=False, **WALL), progress=False, run_name="r")
+    folder = tmp_path / "r"
+    assert is_complete(folder)
+    s = json.loads((folder / "summary.json").read_text())["summary"]
+    assert s["status"] == "failed"
+    assert s["failure"] == "the server loop raised ValueError: a bug in the aggregation"
+    assert s["global_updates"] == 4
+    with open(folder / "jobs.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    ledger = s["updates_accepted"] + sum(s["updates_rejected"].values())
+    ledger += sum(s["jobs_dropped"].values()) + s["jobs_in_flight"]
+    assert ledger == len(rows)
+
+
 def test_every_file_of_a_run_folder_has_one_mode(tmp_path) -> None:
     folder = run(_small_run(tmp_path, plots=True), progress=False).run_dir
     modes = {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()}
