@@ -16,6 +16,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg
 
 from fl_r2sp.config import RunConfig
+from fl_r2sp.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
 from fl_r2sp.models.weights import flatten
 from fl_r2sp.server.evaluation import CentralEvaluator
 from fl_r2sp.server.run_files import write_run_dir
@@ -40,13 +41,16 @@ def run_fedavg(grid: Grid, cfg: RunConfig, arrays: ArrayRecord) -> RunOutput:
     strategy = FedAvg(
         fraction_train=cfg.fraction, fraction_evaluate=0.0, min_available_nodes=cfg.num_partitions
     )
-    result = strategy.start(
-        grid=grid,
-        initial_arrays=arrays,
-        num_rounds=cfg.max_updates,
-        timeout=cfg.job_timeout,
-        evaluate_fn=evaluate_fn,
-    )
+    # Stock FedAvg pulls replies through the same HttpGrid call as the FL-R²SP strategies: a
+    # reply whose objects never arrive must not hold it for Flower's 180 s session either.
+    with bounded_object_pulls(OBJECT_WAIT):
+        result = strategy.start(
+            grid=grid,
+            initial_arrays=arrays,
+            num_rounds=cfg.max_updates,
+            timeout=cfg.job_timeout,
+            evaluate_fn=evaluate_fn,
+        )
     weights = flatten(result.arrays.to_numpy_ndarrays())
     summary = {
         "strategy": "fedavg",

@@ -113,3 +113,27 @@ def test_a_wall_clock_run_pulls_every_reply_with_the_bound(
     FLR2SP(cfg).start(grid=grid, initial_arrays=ArrayRecord(TEMPLATE), num_rounds=1, timeout=30)
     assert bounds and set(bounds) == {OBJECT_WAIT}
     assert "keywords" not in dir(vars(http_grid)["pull_objects"])  # restored after the run
+
+
+def test_the_stock_fedavg_baseline_pulls_with_the_bound_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``strategy = "fedavg"`` runs Flower's own FedAvg loop: its pulls are bounded as well."""
+    from flwr.serverapp.strategy import FedAvg
+
+    from fl_r2sp.flower import fedavg_baseline
+
+    seen: list[object] = []
+
+    def start(self: Any, **kw: Any) -> Any:
+        seen.append(getattr(vars(http_grid)["pull_objects"], "keywords", {}).get("max_time"))
+        raise RuntimeError("stop here: only the bound in force matters")
+
+    monkeypatch.setattr(FedAvg, "start", start)
+    cfg = RunConfig(strategy="fedavg", clock="wall", num_partitions=2, timing_only=True,
+                    plots=False, run_dir=str(tmp_path))  # fmt: skip
+    with pytest.raises(RuntimeError, match="stop here"):
+        grid: Any = FakeGrid({11: 0, 12: 1}, num_partitions=2)
+        fedavg_baseline.run_fedavg(grid, cfg, ArrayRecord(TEMPLATE))
+    assert seen == [OBJECT_WAIT]
+    assert "keywords" not in dir(vars(http_grid)["pull_objects"])  # restored after the run
