@@ -177,6 +177,16 @@ def test_main_job_is_its_own_section_with_its_command():
     assert "filter_rules --scale main-job --seeds 1`" in line
 
 
+def test_mid_scale_is_its_own_section_shown_not_run_with_its_command(tmp_path: Path) -> None:
+    """The issue's mid-scale confirmation has a section even before its records exist."""
+    item = fr.record_item("mid")
+    assert sections.ITEMS.index(item) == sections.ITEMS.index("filter_rules_main_job") + 1
+    assert sections.command_of(item) == (
+        "python -m experiments.flr2sp.filter_rules --scale mid --seeds 0,1,2"
+    )
+    assert not sections.recorded(tmp_path, item)
+
+
 def test_joint_verdict_needs_every_seed_of_the_main_job_too():
     laptop = _grid(3)  # relative and paper gain on every laptop partition and seed
     main = _grid(3, gain=0.02)
