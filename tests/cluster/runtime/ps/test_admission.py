@@ -72,15 +72,14 @@ def test_only_safa_asks_for_admission_and_others_accept_everything() -> None:
 
 def test_a_straggler_beyond_the_bound_is_applied_at_no_shard(tmp_path: Path) -> None:
     # Bound 2, quorum 0.5 of 3 = 2 fresh pushes close a round. The fast workers take 0.3 s,
-    # then 1.5 s, then 0.15 s per iteration: rounds close at about 0.3 s and 1.8 s, then every
-    # 0.15 s until 2.4 s. Worker 2 pushes its first update at about 1.0 s: one round closed,
-    # staleness 1, absorbed (it would need to be scheduled about 0.7 s early or late to
-    # change that). Its second iteration takes 3 s from there: the rounds of 1.8 s to 2.4 s
-    # close meanwhile, staleness > 2, discarded. Its later iterations are fresh. The margins are
-    # tenths of seconds and more, not the scheduler's milliseconds: the suite runs on loaded
-    # machines.
-    fast = (0.3, 1.5, 0.15, 0.15, 0.15, 0.15)
-    times = (fast, fast, (1.0, 3.0, 0.05, 0.05, 0.05, 0.05))
+    # then 4 s, then 0.15 s per iteration: rounds close at about 0.3 s and 4.3 s, then every
+    # 0.15 s until 4.9 s. Worker 2 pushes its first update at about 1.0 s: one round closed,
+    # staleness 1, absorbed (unless it is scheduled over 3 s late). Its second iteration takes
+    # 6 s from there: the rounds of 4.3 s to 4.9 s close meanwhile, staleness > 2, discarded.
+    # Its later iterations are fresh. The margins are seconds, not the scheduler's
+    # milliseconds: the suite runs on loaded machines (0.15 s margins failed at load 7-35).
+    fast = (0.3, 4.0, 0.15, 0.15, 0.15, 0.15)
+    times = (fast, fast, (1.0, 6.0, 0.05, 0.05, 0.05, 0.05))
     cfg = ClusterConfig(
         workers=3, servers=2, scheme=scheme_params("safa", staleness_bound=2),
         model="mlp", dataset="synthetic", batch_size=8, max_iterations=6, timeout_s=20.0,
