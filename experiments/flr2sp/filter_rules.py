@@ -253,6 +253,42 @@ def joint_default(records: Mapping[str, Mapping[str, Any] | None]) -> tuple[list
     return verdict, chosen_default(gains, verdict)
 
 
+#: The setting that confirms the default chosen over :data:`DEFAULT_OVER` (the issue's
+#: mid-scale CPU check: 64 clients, tau 50); it does not choose.
+CONFIRMING = "mid"
+
+
+def confirmation(
+    verdict: Sequence[Mapping[str, Any]], gains: Sequence[Mapping[str, Any]], default: str
+) -> tuple[str, list[str]]:
+    """Whether one setting's verdicts confirm ``default``, chosen over other settings.
+
+    Rule (stated before the mid-scale runs): for a rule chosen as the default, *confirmed* when
+    it meets :func:`verdicts`' rule on this setting too, *contradicted* when it fails there,
+    else *open*. For ``off`` (no rule met it elsewhere): *contradicted* when a candidate meets
+    the rule on this setting (the filter would help at this size after all), *confirmed* when
+    at least one candidate ran here and every candidate that ran fails, else *open* (a rule
+    that ran without a failure on too few seeds). Candidates that never ran here (no pair in
+    ``gains``) are left out of the rule and named.
+
+    Returns
+    -------
+    tuple of (str, list of str)
+        The status and the candidates that never ran on this setting.
+    """
+    ran = {g["case"] for g in gains if g.get("n")}
+    status = {v["case"]: v["status"] for v in verdict}
+    absent = [c for c in CANDIDATES if c not in ran]
+    if default != "off":
+        mine = status.get(default)
+        return {"meets": "confirmed", "fails": "contradicted"}.get(mine or "", "open"), absent
+    if any(status.get(c) == "meets" for c in ran):
+        return "contradicted", absent
+    if ran and all(status.get(c) == "fails" for c in ran):
+        return "confirmed", absent
+    return "open", absent
+
+
 def engine_case() -> str | None:
     """The case whose filter knobs are all the engine's defaults (:class:`OutlierParams`).
 

@@ -15,7 +15,13 @@ test checks it).
 from __future__ import annotations
 
 from experiments.common.conf import MAIN_JOB
-from experiments.flr2sp.filter_rules import DEFAULT_OVER, engine_case, joint_default, record_item
+from experiments.flr2sp.filter_rules import (
+    DEFAULT_OVER,
+    confirmation,
+    engine_case,
+    joint_default,
+    record_item,
+)
 from experiments.flr2sp.report.formats import Summary, mean, ms, num, one, pct, table
 from fl_r2sp.strategies.params import scheme_defaults
 
@@ -175,3 +181,31 @@ def note_main_job(d: Summary, summaries: dict[str, Summary]) -> str:
     )
     text += _rule_results(d, "the main job's partitions")
     return text + joint_text(summaries) + _one_seed(d)
+
+
+def note_mid(d: Summary, summaries: dict[str, Summary]) -> str:
+    """The mid-scale reading: the same verdicts, and whether they confirm the default chosen
+    over :data:`DEFAULT_OVER` (:func:`~experiments.flr2sp.filter_rules.confirmation`)."""
+    records = {s: summaries.get(record_item(s)) for s in DEFAULT_OVER}
+    _, default = joint_default(records)
+    status, absent = confirmation(d["verdicts"], d.get("gains", []), default)
+    over = " and ".join(f"`{s}`" for s in DEFAULT_OVER)
+    text = (
+        "The issue's mid-scale CPU setting, between the laptop scale and the paper's (the same "
+        "CNN, cases, partitions and verdict rule). It does not choose the default: it confirms "
+        f"or contradicts the one chosen over {over}. "
+    )
+    text += _rule_results(d, "this scale's partitions")
+    text += (
+        "**Confirmation rule** (stated before these runs): a rule chosen as the default is "
+        "confirmed when it meets the verdict rule here too and contradicted when it fails here; "
+        "the filter switched off is contradicted when any candidate meets it here, confirmed "
+        "when every candidate that ran here fails it, else open; candidates that never ran "
+        f"here are left out and named. The default chosen over {over}, `{default}`, is "
+        f"**{status}** at this scale."
+    )
+    if absent:
+        text += f" Not run at this scale: {', '.join(f'`{c}`' for c in absent)}."
+    if any(r["n"] < d["rule"]["min_seeds"] for r in d["table"]) or d.get("missing"):
+        text += " Some cells have fewer seeds than the rule asks (the table's seed counts)."
+    return text + _one_seed(d)

@@ -9,7 +9,12 @@ import pytest
 
 from experiments.flr2sp import filter_rules as fr
 from experiments.flr2sp.report import filter_help, sections
-from experiments.flr2sp.report.filter_help import note_filter_rules, note_main_job, sec_filter_rules
+from experiments.flr2sp.report.filter_help import (
+    note_filter_rules,
+    note_main_job,
+    note_mid,
+    sec_filter_rules,
+)
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +190,48 @@ def test_mid_scale_is_its_own_section_shown_not_run_with_its_command(tmp_path: P
         "python -m experiments.flr2sp.filter_rules --scale mid --seeds 0,1,2"
     )
     assert not sections.recorded(tmp_path, item)
+
+
+def _mid(rows: list[dict]) -> dict:
+    """A mid-scale summary.json as far as its reading reads it."""
+    table = fr.aggregate(rows, ("case", "partition"), ("final_accuracy",))
+    rule = dict(min_gain=fr.MIN_GAIN, max_honest_share=fr.MAX_HONEST_SHARE, min_seeds=3)
+    return dict(_record(rows), table=table, rule=rule, missing=[])
+
+
+def test_mid_scale_confirms_off_only_when_every_rule_that_ran_fails():
+    # relative and paper lose seed 0 on `paper`: with the default off, that is a confirmation;
+    # the warm-up and probation variants never ran, so they are named, not judged.
+    rows = _grid(3, gain=-0.01)
+    status, absent = fr.confirmation(fr.verdicts(rows), _gains(rows), "off")
+    assert status == "confirmed"
+    assert absent == ["paper-warmup", "relative-warmup", "relative-probation"]
+    # One rule meeting the rule here contradicts the filter off ...
+    rows = _grid(3, gain=0.01)
+    assert fr.confirmation(fr.verdicts(rows), _gains(rows), "off")[0] == "contradicted"
+    # ... a rule without a failure on too few seeds leaves it open, and so does nothing run.
+    rows = _grid(2, gain=0.01) + [_run("relative-warmup", "paper", 0, 0.4)]
+    assert fr.confirmation(fr.verdicts(rows), _gains(rows), "off")[0] == "open"
+    assert fr.confirmation(fr.verdicts([]), [], "off") == ("open", list(fr.CANDIDATES))
+
+
+def test_mid_scale_confirms_a_chosen_rule_only_when_it_meets_the_rule_there():
+    rows = _grid(3, gain=0.01)
+    assert fr.confirmation(fr.verdicts(rows), _gains(rows), "relative")[0] == "confirmed"
+    rows[1] = _run("relative", "paper", 0, 0.499)
+    assert fr.confirmation(fr.verdicts(rows), _gains(rows), "relative")[0] == "contradicted"
+    assert fr.confirmation(fr.verdicts(rows), _gains(rows), "relative-warmup")[0] == "open"
+
+
+def test_mid_note_reads_the_default_chosen_over_the_other_settings():
+    rows = _grid(3, gain=-0.01)[:6]  # partition paper, seeds 0-1 only
+    note = note_mid(_mid(rows), _both("off"))
+    assert "`off`, is **confirmed** at this scale" in note
+    assert "Not run at this scale: `paper-warmup`" in note
+    assert "fewer seeds than the rule asks" in note
+    # Over settings that chose relative, the same losing runs contradict it.
+    assert "`relative`, is **contradicted**" in note_mid(_mid(rows), _both("relative"))
+    assert "fewer seeds" not in note_mid(_mid(_grid(3, gain=-0.01)), _both("off"))
 
 
 def test_joint_verdict_needs_every_seed_of_the_main_job_too():
