@@ -109,10 +109,12 @@ def test_hierarchical_equals_allreduce_bsp_and_gossip_follows_the_exponential_gr
 
 
 def test_a_contended_nic_is_detected_at_the_boundary(tmp_path: Path) -> None:
-    # 2 + 2 racks: every inter-rack pair {rep0, rep1}; worker 1's NIC at half the rate makes
-    # each of its pairs take ~2x (ring of 2: 19.2 KB at 0.2 MB/s ~ 96 ms vs ~48 ms).
+    # 2 + 2 racks: every inter-rack pair {rep0, rep1}; worker 1's NIC at 1/8 of the rate makes
+    # each of its pairs take ~8x (ring of 2: 19.2 KB at 0.05 MB/s ~ 384 ms vs ~48 ms), far past
+    # the 1.5x threshold: at 2x (0.2 MB/s) a loaded machine's scheduling delays on the other
+    # ranks' pairs hid it at one boundary.
     cfg = _ds(tmp_path, "dssync", ((0, 1), (2, 3)), iterations=8, period=4,
-              nic_mb_s=(0.4, 0.2, 0.4, 0.4))  # fmt: skip
+              nic_mb_s=(0.4, 0.05, 0.4, 0.4))  # fmt: skip
     summary = run_local(cfg).summary
     _final(summary)
     with open(Path(summary["run_dir"]) / "permissions.csv", newline="") as fh:  # type: ignore[index]
