@@ -276,7 +276,8 @@ def confirmation(
     tuple of (str, list of str)
         The status and the candidates that never ran on this setting.
     """
-    ran = {g["case"] for g in gains if g.get("n")}
+    # Candidates only: oracle (an experiment knob, never a default) is in the pairs too.
+    ran = {g["case"] for g in gains if g.get("n") and g["case"] in CANDIDATES}
     status = {v["case"]: v["status"] for v in verdict}
     absent = [c for c in CANDIDATES if c not in ran]
     if default != "off":

@@ -129,7 +129,7 @@ ITEMS = tuple(SECTIONS)
 #: script's arguments.
 COMMANDS = {
     record_item(MAIN_JOB): f"filter_rules --scale {MAIN_JOB}",
-    record_item(CONFIRMING): f"filter_rules --scale {CONFIRMING} --seeds 0,1,2",
+    record_item(CONFIRMING): f"filter_rules --scale {CONFIRMING}",
 }
 
 
@@ -199,7 +199,14 @@ def missing_lines(item: str, d: Summary) -> list[str]:
     miss = d.get("missing") or []
     if not miss or item == "paper_scale":
         return []
-    what = ", ".join(f"{m.get('scheme') or m.get('case')} seed {m['seed']}" for m in miss)
+    # One entry per scheme or case with its seeds: a sweep cut short leaves dozens of runs.
+    runs: dict[str, list[str]] = {}
+    for m in miss:
+        runs.setdefault(str(m.get("scheme") or m.get("case")), []).append(str(m["seed"]))
+    what = "; ".join(
+        f"{name} seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}"
+        for name, seeds in runs.items()
+    )
     seeds = ",".join(dict.fromkeys(str(m["seed"]) for m in miss))
     scale = "" if item in COMMANDS else f" --scale {d['scale']}"  # COMMANDS name their setting
     return [

@@ -186,9 +186,12 @@ def test_mid_scale_is_its_own_section_shown_not_run_with_its_command(tmp_path: P
     """The issue's mid-scale confirmation has a section even before its records exist."""
     item = fr.record_item("mid")
     assert sections.ITEMS.index(item) == sections.ITEMS.index("filter_rules_main_job") + 1
-    assert sections.command_of(item) == (
-        "python -m experiments.flr2sp.filter_rules --scale mid --seeds 0,1,2"
-    )
+    assert sections.command_of(item) == "python -m experiments.flr2sp.filter_rules --scale mid"
+    # Runs left out are listed once per case with their seeds, the seeds once in the command.
+    d = dict(_met("off", "mid"), missing=[dict(case="off / none", seed=s) for s in (0, 2)])
+    (line, _) = sections.missing_lines(item, d)
+    assert "(2 runs: off / none seeds 0, 2); computed by" in line
+    assert line.endswith("filter_rules --scale mid --seeds 0,2`.")
     assert not sections.recorded(tmp_path, item)
 
 
@@ -202,7 +205,7 @@ def _mid(rows: list[dict]) -> dict:
 def test_mid_scale_confirms_off_only_when_every_rule_that_ran_fails():
     # relative and paper lose seed 0 on `paper`: with the default off, that is a confirmation;
     # the warm-up and probation variants never ran, so they are named, not judged.
-    rows = _grid(3, gain=-0.01)
+    rows = _grid(3, gain=-0.01) + [_run("oracle", "paper", 0, 0.6)]  # oracle is no candidate
     status, absent = fr.confirmation(fr.verdicts(rows), _gains(rows), "off")
     assert status == "confirmed"
     assert absent == ["paper-warmup", "relative-warmup", "relative-probation"]
