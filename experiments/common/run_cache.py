@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import sys
@@ -122,6 +123,24 @@ def parse_args(
         provenance.reuse_mode(ns.reuse_runs),
         execution.picked(ns),
     )
+
+
+#: Set to ``1`` for one line per central evaluation of each real-training run.
+PROGRESS_ENV = "FL_R2SP_PROGRESS"
+
+
+def show_progress() -> None:
+    """Print the runner's progress lines: they go through the ``fl_r2sp`` logger at INFO, and
+    the item scripts configure no logging (Python would show warnings only). Adds a handler
+    writing to stdout, timestamped like :func:`say`, unless the logger has one already."""
+    logger = logging.getLogger("fl_r2sp")
+    if logger.handlers:
+        return
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(message)s", "%H:%M:%S"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # not twice where the root logger has a handler of its own
 
 
 def say(msg: str) -> None:
@@ -257,7 +276,9 @@ def cached_run(
     )
     started = time.perf_counter()
     # Progress lines (one per evaluation) only when asked: the item scripts run under nohup.
-    progress = os.environ.get("FL_R2SP_PROGRESS", "") == "1"
+    progress = os.environ.get(PROGRESS_ENV, "") == "1"
+    if progress:
+        show_progress()
     out = run(cfg.replace(run_dir=str(runs)), write=False, progress=progress)
     runs.mkdir(parents=True, exist_ok=True)
     # Side files first, each whole by a rename; the record (the completion marker) last.
