@@ -132,9 +132,11 @@ PROGRESS_ENV = "FL_R2SP_PROGRESS"
 def show_progress() -> None:
     """Print the runner's progress lines: they go through the ``fl_r2sp`` logger at INFO, and
     the item scripts configure no logging (Python would show warnings only). Adds a handler
-    writing to stdout, timestamped like :func:`say`, unless the logger has one already."""
+    writing to stdout, timestamped like :func:`say`, unless INFO lines already reach a handler
+    (one of the logger's, or the root's: ``run_parallel`` labels its workers' lines there)."""
     logger = logging.getLogger("fl_r2sp")
-    if logger.handlers:
+    shown = logger.handlers or (logger.propagate and logging.getLogger().handlers)
+    if shown and logger.isEnabledFor(logging.INFO):
         return
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("[%(asctime)s] %(message)s", "%H:%M:%S"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.common.run_cache import PROGRESS_ENV, cached_run, parse_args
+from experiments.common.run_cache import PROGRESS_ENV, cached_run, parse_args, show_progress
 
 
 @pytest.fixture
@@ -38,3 +38,21 @@ def test_progress_lines_are_printed_only_when_asked(
     _run(tmp_path, 1)  # another seed: not cached
     lines = re.findall(r"\[bsp\] update \d+/\d+ .* acc=", capsys.readouterr().out)
     assert len(lines) >= 2  # smoke: 4 rounds, one evaluation each
+
+
+@pytest.mark.usefixtures("fresh_logger")
+def test_a_configured_root_handler_keeps_the_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_parallel`` labels its workers' lines through the root logger: no second handler
+    (the lines would lose their label), and an unconfigured logger gets one."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [logging.StreamHandler()])
+    level = root.level
+    try:
+        root.setLevel(logging.INFO)  # setLevel, not an attribute: it clears the level caches
+        show_progress()
+        assert logging.getLogger("fl_r2sp").handlers == []
+        root.setLevel(logging.WARNING)  # the root shows warnings only
+        show_progress()
+        assert len(logging.getLogger("fl_r2sp").handlers) == 1
+    finally:
+        root.setLevel(level)
