@@ -108,8 +108,8 @@ SECTIONS: dict[str, tuple[str, Table, Note]] = {
         note_main_job,
     ),
     # The mid-scale confirmation (64 clients, tau 50): its own records, "not run" until
-    # they exist (7.5-9 min per CIFAR run on a quiet 2-core machine with --executor processes,
-    # 2-2.5 min for the paper's rule, which stops early).
+    # they exist (6.5-10 min per CIFAR run on a quiet 2-core machine with --executor processes,
+    # 2-3 min for the paper's rule, which stops early).
     record_item(CONFIRMING): (
         f"Making the filter help: mid scale ({TRAINING['mid']['num_partitions']} clients, tau "
         f"{TRAINING['mid']['local_iterations']})",
