@@ -8,7 +8,7 @@ one after the other:
 
 * ``whole``: what a save cost before segments (format 2): the whole state encoded, archived
   and written atomically as one file (here to a scratch file beside the checkpoint);
-* ``segments``: the real save (:class:`fl_r2sp.server.checkpoint.Checkpointer`): the head,
+* ``segments``: the real save (:class:`fl_r2sp.fl.server.checkpoint.Checkpointer`): the head,
   plus one segment of what changed in the growing containers.
 
 Printed per save: the update, the event log's length (job rows + records), and per method
@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.server import checkpoint
-from fl_r2sp.server.checkpoint_archive import archive
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.state_codec import encode
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.server import checkpoint
+from fl_r2sp.fl.server.checkpoint_archive import archive
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.state_codec import encode
 from fl_r2sp.telemetry.rundir import atomic_write_bytes
 
 

@@ -68,14 +68,14 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from fl_r2sp.clients.runtime import ClientRuntime, data_for, runtime_for  # noqa: E402
-from fl_r2sp.config import RunConfig  # noqa: E402
 from fl_r2sp.datasets.paths import resolve_data_dir  # noqa: E402
+from fl_r2sp.fl.clients.runtime import ClientRuntime, data_for, runtime_for  # noqa: E402
+from fl_r2sp.fl.config import RunConfig  # noqa: E402
+from fl_r2sp.fl.protocol import Job, Reply  # noqa: E402
+from fl_r2sp.fl.server.evaluation import initial_weights  # noqa: E402
+from fl_r2sp.fl.server.executor import Executor, make_executor  # noqa: E402
+from fl_r2sp.fl.server.executor.batched import resolve_device  # noqa: E402
 from fl_r2sp.models import build_model  # noqa: E402
-from fl_r2sp.protocol import Job, Reply  # noqa: E402
-from fl_r2sp.server.evaluation import initial_weights  # noqa: E402
-from fl_r2sp.server.executor import Executor, make_executor  # noqa: E402
-from fl_r2sp.server.executor.batched import resolve_device  # noqa: E402
 from fl_r2sp.training import batch_schedule, set_torch_threads  # noqa: E402
 from fl_r2sp.training.augment import apply_crop_flip, draw_crop_flip  # noqa: E402
 
@@ -373,7 +373,7 @@ def goal_table(args: argparse.Namespace, of_limit: dict[str, float], notes: dict
 
 def _procs(args: argparse.Namespace, name: str) -> int:
     """Processes that train: the pool's size, or 1 for batched on CUDA (one process)."""
-    from fl_r2sp.server.executor import resolve_workers
+    from fl_r2sp.fl.server.executor import resolve_workers
 
     if name == "batched" and resolve_device(args.device).type == "cuda":
         return 1

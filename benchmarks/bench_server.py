@@ -29,12 +29,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fl_r2sp.clients.runtime import data_for, job_seed  # noqa: E402
-from fl_r2sp.config import RunConfig  # noqa: E402
-from fl_r2sp.flower.processes import flwr_bin, local_superlink_env, stop_local_superlink  # noqa: E402
+from fl_r2sp.fl.clients.runtime import data_for, job_seed  # noqa: E402
+from fl_r2sp.fl.config import RunConfig  # noqa: E402
+from fl_r2sp.fl.flower.processes import flwr_bin, local_superlink_env, stop_local_superlink  # noqa: E402
+from fl_r2sp.fl.server.evaluation import initial_weights  # noqa: E402
+from fl_r2sp.fl.server.runner import run  # noqa: E402
 from fl_r2sp.models import build_model, resolve_model_name  # noqa: E402
-from fl_r2sp.server.evaluation import initial_weights  # noqa: E402
-from fl_r2sp.server.runner import run  # noqa: E402
 from fl_r2sp.training import set_torch_threads, train_local  # noqa: E402
 
 

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.strategies.base import Send, Timer, Update
-from fl_r2sp.strategies.factory import make_policy
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.policies.base import Send, Timer, Update
+from fl_r2sp.fl.policies.factory import make_policy
 
 
 def run(strategy: str, clients: int, dim: int, updates: int, seed: int) -> float:

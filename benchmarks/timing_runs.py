@@ -1,12 +1,12 @@
 """Timing-only federated runs for the benchmarks: the shipped policies through the real runner.
 
 Every benchmark that needs a whole run (the long runs of ``bench_emulation.py``,
-``check_paper_ec2.py``) calls :func:`fl_r2sp.server.runner.run` in process with
+``check_paper_ec2.py``) calls :func:`fl_r2sp.fl.server.runner.run` in process with
 ``timing-only``: the policy, the virtual-time loop and the network are the ones
 a user runs; clients echo the model and compute for the profile's seconds per
 iteration x tau. Configurations are spelled as Flower run-config keys
 (kebab-case), the user-facing contract, so that they survive refactors of
-:class:`~fl_r2sp.config.RunConfig`'s Python fields.
+:class:`~fl_r2sp.fl.config.RunConfig`'s Python fields.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
-from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation import star_network
-from fl_r2sp.server import runner
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.server import runner
 
 #: Evaluation interval that means "never" (timing-only runs have no evaluator anyway).
 NO_EVAL = 10**9

@@ -8,10 +8,7 @@
 * :mod:`experiments.common`: the run cache, settings, provenance, verdict rules, cells.
 
 One module per item: ``python -m experiments.<study>.<item>``; ``python -m experiments.report``
-writes ``experiments/REPORT.md``, each study rendering its own section. The commands of the
-old flat layout still run (:mod:`experiments.moved`). The item table is experiments/README.md.
+writes ``REPORT.md``, each study rendering its own section. The commands of the
+old flat layout run through ``python -m experiments.moved OLD_NAME``. The item table is
+experiments/README.md.
 """
-
-from experiments.moved import install
-
-install()

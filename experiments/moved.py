@@ -1,19 +1,17 @@
-"""Commands of the flat ``experiments/`` layout, run under their new module names.
+"""Commands of the flat ``experiments/`` layout, run under their new module names (opt-in).
 
-``experiments/`` was one flat folder until the experiments were grouped by study; the commands
-users typed then (``python -m experiments.table4 ...``) keep working: :class:`MovedFinder`
-resolves an old name in :data:`MOVED` to the new module's file, prints the new name on stderr
-and runs that file unchanged (no copy of any code).
+``experiments/`` was one flat folder until the experiments were grouped by study. A command
+users typed then (``python -m experiments.table4 ...``) is now run as
+``python -m experiments.moved table4 ...``: the old name in :data:`MOVED` is looked up, the new
+name printed on stderr, and the new module run as ``__main__`` with the remaining arguments (no
+copy of any code, and no import hook: importing :mod:`experiments` changes nothing).
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
+import runpy
 import sys
 from collections.abc import Sequence
-from types import ModuleType
 
 #: Old command module (under ``experiments.``) -> its new module.
 MOVED: dict[str, str] = {
@@ -42,27 +40,19 @@ MOVED: dict[str, str] = {
 }
 
 
-class MovedFinder(importlib.abc.MetaPathFinder):
-    """Finds ``experiments.<old>`` of :data:`MOVED` at its new module's file."""
-
-    def find_spec(
-        self,
-        fullname: str,
-        path: Sequence[str] | None,
-        target: ModuleType | None = None,
-    ) -> importlib.machinery.ModuleSpec | None:
-        package, _, old = fullname.partition(".")
-        new = MOVED.get(old) if package == "experiments" else None
-        if new is None:
-            return None
-        spec = importlib.util.find_spec(f"experiments.{new}")
-        if spec is None or spec.origin is None:
-            return None
-        print(f"{fullname} is now experiments.{new}", file=sys.stderr)
-        return importlib.util.spec_from_file_location(fullname, spec.origin)
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the old command ``argv[0]`` (a key of :data:`MOVED`) with the rest of ``argv``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in MOVED:
+        names = ", ".join(sorted(MOVED))
+        sys.exit(
+            f"usage: python -m experiments.moved OLD_NAME [ARGS...]; OLD_NAME is one of {names}"
+        )
+    new = f"experiments.{MOVED[args[0]]}"
+    print(f"experiments.{args[0]} is now {new}", file=sys.stderr)
+    sys.argv = [new, *args[1:]]
+    runpy.run_module(new, run_name="__main__", alter_sys=True)
 
 
-def install() -> None:
-    """Put one :class:`MovedFinder` in front of the import system (idempotent)."""
-    if not any(isinstance(f, MovedFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, MovedFinder())
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE="${1:-laptop}"
 SEEDS="${2:-0,1,2}"
-OUT="${OUT:-experiments/results}"
+OUT="${OUT:-records/results}"
 PY="${PYTHON:-.venv/bin/python}"
 mkdir -p "$OUT/logs"
 run() { echo "== $1"; "$PY" -m "experiments.flr2sp.$1" --scale "$SCALE" --seeds "$SEEDS" --out "$OUT" \

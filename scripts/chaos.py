@@ -16,14 +16,14 @@ node id: the server must re-attach it). One node is down at a time, so every
 group keeps members.
 
 It also acts as an operator would on a *wedged* SuperNode: one the ServerApp reports silent
-(its partition queries unanswered, :data:`fl_r2sp.flower.discovery.SILENT`)
+(its partition queries unanswered, :data:`fl_r2sp.fl.flower.discovery.SILENT`)
 ``--restart-silent`` times in a row is stopped and started again at once with its partition
 id (its node id read from its log); each such restart is printed and counted apart from the
 kills.
 
 It waits for the run's end as the SuperLink reports it (``flwr ls``; ``flwr run --stream``
 can exit 0 while the run still trains, its log stream re-attached then), for as long as the
-run progresses (:func:`fl_r2sp.flower.run_watch.watch_for`: a logged global update within
+run progresses (:func:`fl_r2sp.fl.flower.run_watch.watch_for`: a logged global update within
 4x the longest gap so far and at least the run's own ``max-update-gap`` + 300 s; silence
 before the first for at most its ``node-wait`` + 300 s, at least 600 s; the script's
 ``eval-every=1`` logs every update). At
@@ -75,8 +75,8 @@ for path in (HERE, HERE.parent):  # run as a script from a checkout
 
 import deploy_local as dl  # noqa: E402
 
-from fl_r2sp.flower.discovery import SILENT  # noqa: E402
-from fl_r2sp.flower.processes import (  # noqa: E402
+from fl_r2sp.fl.flower.discovery import SILENT  # noqa: E402
+from fl_r2sp.fl.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
     rss_by_group,
@@ -84,9 +84,9 @@ from fl_r2sp.flower.processes import (  # noqa: E402
     stop_groups,
     wait_http_ok,
 )
-from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
-from fl_r2sp.flower.run_watch import RunEnd, follow_flwr_run, watch_for  # noqa: E402
-from fl_r2sp.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E402
+from fl_r2sp.fl.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
+from fl_r2sp.fl.flower.run_watch import RunEnd, follow_flwr_run, watch_for  # noqa: E402
+from fl_r2sp.fl.server.admission import OFFLINE_PREFIX, TIMEOUT_PREFIX  # noqa: E402
 
 #: Two always-rejected members in each default group of 4 (group 1: ids 1 and 3, a 1e30 update
 #: and num-examples = -5; group 0: ids 2 and 4, a NaN and a wrong-size vector) and an accepted

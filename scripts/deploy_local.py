@@ -73,7 +73,7 @@ period). It waits for the run's end as the SuperLink reports it (``flwr ls``), n
 submitted no run, 1 if the run did not finish ``completed``, 124 on ``--timeout`` or when
 the run stopped progressing (no global update logged within 4x the longest gap so far, and
 at least the run's own ``max-update-gap`` + 300 s: the app fails a run that long without an
-update itself; :func:`fl_r2sp.flower.run_watch.watch_for`).
+update itself; :func:`fl_r2sp.fl.flower.run_watch.watch_for`).
 """
 
 from __future__ import annotations
@@ -92,24 +92,24 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO))
 
-from fl_r2sp.flower.deploy_commands import (  # noqa: E402
+from fl_r2sp.fl.flower.deploy_commands import (  # noqa: E402
     CONNECTION,
     flwr_run_cmd,
     superlink_cmd,
     supernode_cmd,
     write_flower_config,
 )
-from fl_r2sp.flower.pki import Pki, make_pki  # noqa: E402
-from fl_r2sp.flower.processes import (  # noqa: E402
+from fl_r2sp.fl.flower.pki import Pki, make_pki  # noqa: E402
+from fl_r2sp.fl.flower.processes import (  # noqa: E402
     flower_env,
     free_ports,
     start_group,
     stop_groups,
     wait_http_ok,
 )
-from fl_r2sp.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
-from fl_r2sp.flower.run_watch import follow_flwr_run, watch_for  # noqa: E402
-from fl_r2sp.flower.secure_deploy import (  # noqa: E402
+from fl_r2sp.fl.flower.run_config_check import check_run_config, merge_overrides  # noqa: E402
+from fl_r2sp.fl.flower.run_watch import follow_flwr_run, watch_for  # noqa: E402
+from fl_r2sp.fl.flower.secure_deploy import (  # noqa: E402
     Intruder,
     RegistrationGuard,
     bind_partitions,
@@ -204,7 +204,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def submit(args: argparse.Namespace, env: dict[str, str]) -> tuple[int, str]:
     """Run ``flwr run`` until the SuperLink says the run finished (or ``--timeout``); return
-    the exit code and its output (:func:`fl_r2sp.flower.run_watch.follow_flwr_run`: the log
+    the exit code and its output (:func:`fl_r2sp.fl.flower.run_watch.follow_flwr_run`: the log
     stream may end before the run, and a run that stops progressing is given up)."""
     cmd = flwr_run_cmd(args.app.resolve(), args.overrides)
     print("$", " ".join(cmd), flush=True)

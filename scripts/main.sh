@@ -25,5 +25,5 @@ export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1
 stop_superlink() { pkill -f -- "--database $FLWR_HOME/local-superlink" 2>/dev/null || true; }
 trap stop_superlink EXIT
 # Check the --run-config keys first: Flower's refusal of a bad key does not name it.
-.venv/bin/python -m fl_r2sp.flower.run_config_check "$@"
+.venv/bin/python -m fl_r2sp.fl.flower.run_config_check "$@"
 flwr run . --stream --federation-config "num-supernodes=32" "$@"

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO))
 
-from fl_r2sp.flower.pki import DAYS, make_node_key, make_pki  # noqa: E402
+from fl_r2sp.fl.flower.pki import DAYS, make_node_key, make_pki  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fl_r2sp.flower.processes import local_superlink_pids, stop_local_superlink
+from fl_r2sp.fl.flower.processes import local_superlink_pids, stop_local_superlink
 
 
 def pytest_configure(config: pytest.Config) -> None:

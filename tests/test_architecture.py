@@ -27,13 +27,13 @@ What is checked, for ``fl_r2sp`` and ``experiments``:
   (``__future__`` and dunder names excluded); a private *module*
   (``pkg/_m.py``) may be imported only from inside ``pkg``;
 * for ``fl_r2sp`` also, at the level of *units* (a subpackage such as
-  ``fl_r2sp.server`` or a top-level module such as ``fl_r2sp.config``): no
+  ``fl_r2sp.fl.server`` or a top-level module such as ``fl_r2sp.fl.config``): no
   cycle between units and no import against the layers; and the policy
   modules import no Flower, torch, clock or global RNG, directly or through
   other ``fl_r2sp`` modules.
 
 One edge is allowed by name (:data:`ALLOWED_LAZY`): the lazy re-export of the
-Flower classes in ``fl_r2sp/strategies/__init__.py`` (inside its module
+Flower classes in ``fl_r2sp/fl/policies/__init__.py`` (inside its module
 ``__getattr__``, PEP 562, which runs only when a user asks for ``FLR2SP`` &
 co.); a fresh interpreter checks that it stays lazy.
 """
@@ -62,26 +62,28 @@ CHECKED = ("fl_r2sp", "experiments")
 #: torch, no wall-clock reads and no global RNG.
 POLICY_FORBIDDEN = frozenset({"flwr", "torch", "time", "random"})
 
-#: (file relative to the package's parent, function, imported module) of the one allowed
-#: back edge: the PEP 562 lazy re-export of the Flower strategies.
-ALLOWED_LAZY = {("fl_r2sp/strategies/__init__.py", "__getattr__", "fl_r2sp.flower.strategy")}
+#: No edge is exempt from the rules (kept as a parameter of the graph builders, which the
+#: checker's own tests exercise).
+ALLOWED_LAZY: set[tuple[str, str | None, str]] = set()
 
-#: Unit -> units it must never import. The layers, bottom up: the leaves (protocol, datasets,
-#: models, training, emulation, telemetry); strategies (the policies and their parameter
-#: records); config (RunConfig, which reads the records and the scheme registry); clients;
-#: server; flower. cluster sits beside them on the leaves. A back edge is a cycle in waiting.
-_LEAVES = ("protocol", "datasets", "models", "training", "emulation", "telemetry")
+#: The federated half's units, bottom up: its protocol, the policies (and their parameter
+#: records), config (RunConfig, which reads the records and the scheme registry), clients,
+#: server, flower, and the ``fl`` package itself (its public surface, on top).
+_FL = ("fl.protocol", "fl.policies", "fl.config", "fl.clients", "fl.server", "fl.flower", "fl")
+#: The shared blocks both halves build on (and the package's own plumbing).
+_SHARED = ("datasets", "models", "training", "emulation", "telemetry", "lazy", "moved")
+
+#: Unit -> units it must never import. The shared blocks import neither half; the federated
+#: units only those below them (and no cluster); cluster no federated unit. A back edge is a
+#: cycle in waiting. The top package ``fl_r2sp`` (the public API) sits above everything.
 FORBIDDEN_EDGES: Mapping[str, frozenset[str]] = {
-    **{
-        leaf: frozenset({"strategies", "config", "clients", "server", "flower", "cluster"})
-        for leaf in _LEAVES
-    },
-    "strategies": frozenset({"config", "clients", "server", "flower", "cluster"}),
-    "config": frozenset({"clients", "server", "flower", "cluster"}),
-    "clients": frozenset({"server", "flower", "cluster"}),
-    "server": frozenset({"flower", "cluster"}),
-    "cluster": frozenset({"strategies", "clients", "server", "flower"}),
+    **{leaf: frozenset({*_FL, "cluster"}) for leaf in _SHARED},
+    **{unit: frozenset({*_FL[i + 1 :], "cluster"}) for i, unit in enumerate(_FL)},
+    "cluster": frozenset(_FL),
 }
+
+#: The federated modules' names before the move: now shims and nothing else.
+OLD_FL = ("strategies", "server", "clients", "flower", "config", "config_checks", "protocol")
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class Edge:
     dst: str  # the module, resolved as the module docstring says (outside modules: as written)
     file: str
     line: int
-    function: str | None  # innermost enclosing function, None at module level
+    function: str | None  # innermost enclosing function, None at module level, "EXPORTS" lazy
     name: str | None = None  # the name of ``from dst import name``; None for ``import dst``
 
 
@@ -153,7 +155,29 @@ def imports_in(path: Path, root: Path, modules: frozenset[str] = frozenset()) ->
                     edges.append(Edge(module, dst, rel, child.lineno, function, name))
             visit(child, inner)
 
-    visit(ast.parse(path.read_text(), filename=str(path)), None)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    visit(tree, None)
+    edges.extend(_export_edges(tree, module, rel, modules))
+    return edges
+
+
+def _export_edges(tree: ast.Module, module: str, rel: str, modules: frozenset[str]) -> list[Edge]:
+    """The lazy export table ``EXPORTS = {name: "module", ...}`` at module level, as edges
+    (``function="EXPORTS"``): each name's module is imported when the name is asked for."""
+    edges = []
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        value = getattr(node, "value", None)
+        if not (isinstance(target, ast.Name) and target.id == "EXPORTS"):
+            continue
+        if not isinstance(value, ast.Dict):
+            continue
+        for v in value.values:
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                dst = _owner(v.value, modules)
+                edges.append(Edge(module, dst, rel, v.lineno, "EXPORTS", None))
     return edges
 
 
@@ -194,9 +218,15 @@ def module_graph(
 
 
 def unit_of(module: str, package: str) -> str | None:
-    """``pkg.server.runner`` -> ``server``; None outside ``package`` or for the package itself."""
+    """``pkg.cluster.x`` -> ``cluster``, ``pkg.fl.server.runner`` -> ``fl.server`` (the
+    federated half's packages are units of their own), ``pkg.fl`` -> ``fl``; None outside
+    ``package`` or for the package itself."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[0] == package else None
+    if len(parts) < 2 or parts[0] != package:
+        return None
+    if parts[1] == "fl" and len(parts) > 2:
+        return f"fl.{parts[2]}"
+    return parts[1]
 
 
 def unit_graph(
@@ -306,15 +336,15 @@ def _private(name: str) -> bool:
 
 
 def policy_files() -> list[Path]:
-    """The plain-Python policy modules: ``strategies/*`` but the re-export, cluster policies."""
-    files = [f for f in sorted((PACKAGE / "strategies").glob("*.py")) if f.name != "__init__.py"]
+    """The plain-Python policy modules: ``fl/policies/*`` and the cluster policies."""
+    files = sorted((PACKAGE / "fl" / "policies").glob("*.py"))
     return files + sorted((PACKAGE / "cluster" / "policies").rglob("*.py"))
 
 
 # --------------------------------------------------------------------- static tests
 def test_no_import_cycle_between_subpackages() -> None:
     graph = unit_graph(repo_edges(), "fl_r2sp", ALLOWED_LAZY)
-    assert {"config", "clients", "server", "flower"} <= set(graph)  # the graph is not empty
+    assert {"fl.config", "fl.clients", "fl.server", "fl.flower"} <= set(graph)  # not empty
     cycle = find_cycle(graph)
     assert cycle is None, describe(cycle, graph)
 
@@ -345,14 +375,22 @@ def test_no_import_against_the_layers() -> None:
     assert not bad, "imports against the layers:\n" + "\n".join(sorted(set(bad)))
 
 
-def test_the_lazy_reexport_is_the_only_edge_out_of_strategies_into_flower() -> None:
-    edges = [
-        e
-        for e in repo_edges()
-        if unit_of(e.src, "fl_r2sp") == "strategies" and unit_of(e.dst, "fl_r2sp") == "flower"
-    ]
-    assert edges, "the public re-export of the Flower classes is gone"
-    assert {(e.file, e.function, e.dst) for e in edges} <= ALLOWED_LAZY
+def test_lazy_export_tables_are_read_as_edges() -> None:
+    edges = [e for e in repo_edges() if e.src == "fl_r2sp" and e.function == "EXPORTS"]
+    assert {e.dst for e in edges} >= {"fl_r2sp.fl.flower.strategy", "fl_r2sp.fl.config"}
+
+
+def test_the_federated_half_left_only_shims_at_the_top() -> None:
+    shim = "from fl_r2sp.moved import deprecated_module"
+    for name in OLD_FL:
+        folder = PACKAGE / name
+        files = sorted(folder.rglob("*.py")) if folder.is_dir() else [PACKAGE / f"{name}.py"]
+        assert [f.name for f in files] == (["__init__.py"] if folder.is_dir() else [f"{name}.py"])
+        text = files[0].read_text()
+        assert shim in text and "__getattr__ = deprecated_module(__name__" in text, files[0]
+        assert all(e.dst == "fl_r2sp.moved" for e in imports_in(files[0], ROOT)), files[0]
+    units = {unit_of(module_name(f, ROOT), "fl_r2sp") for f in PACKAGE.rglob("*.py")}
+    assert set(OLD_FL) <= units and {"fl.policies", "fl.server", "fl.flower"} <= units
 
 
 def test_policy_modules_import_no_flower_torch_clock_or_global_rng() -> None:
@@ -477,24 +515,27 @@ def test_private_checker_finds_private_names_and_modules(tmp_path: Path) -> None
 def test_this_repository_with_one_more_import_would_fail() -> None:
     graph = unit_graph(repo_edges(), "fl_r2sp", ALLOWED_LAZY)
     assert find_cycle(graph) is None
-    # What `from fl_r2sp.server.runner import run` in a policy module would add:
-    graph.setdefault("strategies", {})["server"] = [
-        Edge("fl_r2sp.strategies.x", "fl_r2sp.server.runner", "x.py", 1, None)
+    # What `from fl_r2sp.fl.server.runner import run` in a policy module would add:
+    graph.setdefault("fl.policies", {})["fl.server"] = [
+        Edge("fl_r2sp.fl.policies.x", "fl_r2sp.fl.server.runner", "x.py", 1, None)
     ]
     cycle = find_cycle(graph)
-    assert cycle is not None and "strategies" in cycle and "server" in cycle
+    assert cycle is not None and "fl.policies" in cycle and "fl.server" in cycle
 
 
 # ------------------------------------------------------------ fresh interpreters
 _PROBE = r"""
 import importlib, json, pkgutil, sys
 out = {}
-import fl_r2sp.strategies as strategies
-for info in pkgutil.iter_modules(strategies.__path__, "fl_r2sp.strategies."):
+import fl_r2sp.fl.policies as strategies
+for info in pkgutil.iter_modules(strategies.__path__, "fl_r2sp.fl.policies."):
     importlib.import_module(info.name)
 import fl_r2sp.cluster.policies.common.base
-out["after_policies"] = sorted(m for m in ("flwr", "torch", "fl_r2sp.flower") if m in sys.modules)
-from fl_r2sp.strategies import FLR2SP, BSP, ASP, FedAsync, FedBuff
+out["after_policies"] = sorted(m for m in ("flwr", "torch", "fl_r2sp.fl.flower")
+                               if m in sys.modules)
+import fl_r2sp
+out["after_package"] = sorted(m for m in ("flwr", "torch") if m in sys.modules)
+from fl_r2sp import FLR2SP, BSP, ASP, FedAsync, FedBuff
 out["reexport"] = [c.__module__ + "." + c.__name__ for c in (FLR2SP, BSP, ASP, FedAsync, FedBuff)]
 failures = {}
 for group in json.loads(sys.argv[1]):
@@ -538,13 +579,14 @@ def probe() -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_policies_load_without_flower_or_torch(probe: dict) -> None:
+def test_policies_and_the_package_load_without_flower_or_torch(probe: dict) -> None:
     assert probe["after_policies"] == []
+    assert probe["after_package"] == []
 
 
 def test_public_import_gives_the_flower_classes(probe: dict) -> None:
     assert probe["reexport"] == [
-        f"fl_r2sp.flower.strategy.{n}" for n in ("FLR2SP", "BSP", "ASP", "FedAsync", "FedBuff")
+        f"fl_r2sp.fl.flower.strategy.{n}" for n in ("FLR2SP", "BSP", "ASP", "FedAsync", "FedBuff")
     ]
 
 

@@ -15,7 +15,7 @@ GPU machine itself, so that the parameters (megabytes per run) need not come bac
     python -m experiments.common.cluster_cuda --checks <OUT>/checks.txt --runs <runs> \\
         --dest <OUT>/cluster_cuda.json
 
-:func:`cluster_cuda_lines` turns the committed JSON (``experiments/report/cluster_cuda.json``)
+:func:`cluster_cuda_lines` turns the committed JSON (``records/report/cluster_cuda.json``)
 into the report's Markdown section.
 """
 

@@ -182,7 +182,7 @@ def main_job_settings() -> dict[str, Any]:
         evaluation per round: ``build_config`` could not reproduce the main job then.
     """
     # Lazy: the engine's config is needed by the main job only.
-    from fl_r2sp.config import RunConfig
+    from fl_r2sp.fl.config import RunConfig
     from fl_r2sp.models.registry import resolve_model_name
 
     cfg = RunConfig()

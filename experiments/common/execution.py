@@ -14,7 +14,7 @@ import argparse
 import os
 from typing import Any, get_args
 
-from fl_r2sp.config import StackCompile, StackConv
+from fl_r2sp.fl.config import StackCompile, StackConv
 
 #: Run-config keys (kebab case) that say how a run is computed.
 KEYS = (

@@ -32,7 +32,7 @@ def item_parser(module: str, doc: str | None, items: Collection[str]) -> argpars
     )
     if len(items) > 1:
         parser.add_argument("--only", default="", help=f"comma-separated subset of {list(items)}")
-    parser.add_argument("--out", default="experiments/results", help="results root")
+    parser.add_argument("--out", default="records/results", help="results root")
     parser.add_argument("--publish", default="", help="also copy the item files here")
     return parser
 

@@ -72,7 +72,7 @@ class Args:
 def parse_args(
     item: str, doc: str | None, argv: Sequence[str] | None = None, scales: Sequence[str] = SCALES
 ) -> Args:
-    """Parse ``--scale``, ``--seeds``, ``--out`` (defaults: laptop, 0,1,2, experiments/results).
+    """Parse ``--scale``, ``--seeds``, ``--out`` (defaults: laptop, 0,1,2, records/results).
 
     ``scales`` are the ``--scale`` choices (default: :data:`~experiments.common.conf.SCALES`;
     an item may add a setting such as :data:`~experiments.common.conf.MAIN_JOB`).
@@ -88,7 +88,7 @@ def parse_args(
         default=",".join(map(str, DEFAULT_SEEDS)),
         help="comma-separated seeds (default: 0,1,2)",
     )
-    parser.add_argument("--out", default="experiments/results", help="results root")
+    parser.add_argument("--out", default="records/results", help="results root")
     parser.add_argument(
         "--models", default="", help="comma-separated subset of the scale's models (default: all)"
     )
@@ -175,7 +175,7 @@ def build_config(family: str, scale: str, seed: int, **diff: Any):
     model unless given. ``max_updates`` and ``eval_every`` are derived from
     ``rounds`` via :func:`round_units` (one evaluation per round).
     """
-    from fl_r2sp.config import RunConfig
+    from fl_r2sp.fl.config import RunConfig
 
     settings = scale_settings(family, scale)
     settings.update(diff)
@@ -205,7 +205,7 @@ def config_key(cfg: Any) -> str:
     knob whose default keeps the old behaviour; output-only keys (run dir,
     plots, data dir) are left out too. Accepts a RunConfig or its kebab-case dict.
     """
-    from fl_r2sp.config import RunConfig
+    from fl_r2sp.fl.config import RunConfig
 
     defaults = RunConfig.keys()
     items = cfg.items() if isinstance(cfg, Mapping) else cfg.to_run_config().items()
@@ -270,7 +270,7 @@ def cached_run(
         return rec
     if cached_only:
         return None
-    from fl_r2sp.server.runner import run
+    from fl_r2sp.fl.server.runner import run
 
     say(
         f"{args.item}: {label} seed {seed}: running ({cfg.strategy}, {cfg.model}, "

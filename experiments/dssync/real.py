@@ -26,7 +26,7 @@ Per run, from the run directory (computed, nothing typed in):
   copies (the run's model) and of the plain models;
 * ``found``: DS-Sync's last regroup decision (slow racks, delayed workers).
 
-Outputs under ``--out`` (default ``experiments/report/dssync_real``): ``results.csv``,
+Outputs under ``--out`` (default ``records/report/dssync_real``): ``results.csv``,
 ``results.json`` and ``REPORT.md`` (our rows beside the paper's CIFAR-10 rows of Tables III-V,
 speed-ups and the twin's verdict rule). Cost: 24-27 minutes per seed on the loaded 2-core
 machine (13 runs).
@@ -311,7 +311,7 @@ def main() -> None:
     parser.add_argument("--scenarios", default="S1,S2,S3")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run-dir", default="")
-    parser.add_argument("--out", default="experiments/report/dssync_real")
+    parser.add_argument("--out", default="records/report/dssync_real")
     parser.add_argument(
         "--target-at",
         type=float,

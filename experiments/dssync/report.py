@@ -6,7 +6,7 @@ Two sources, never mixed:
   (it takes well under a second): communication time per iteration, CIFAR-10 model size, the
   "aggregate" uplink model, beside the paper's Tables III-V;
 * the real CPU runs published by ``python -m experiments.dssync.real`` in
-  ``experiments/report/dssync_real/results.json`` (their scale is in the file's arguments).
+  ``records/report/dssync_real/results.json`` (their scale is in the file's arguments).
 
 The verdict rule is the twin's (:func:`experiments.dssync.twin.verdict`: the report's rules of
 :mod:`experiments.common.verdicts`), applied to DS-Sync's speed-up over each baseline.

@@ -7,8 +7,8 @@ Their runs are not in any cache, so the report cannot recompute them; this
 script *parses* the printed tables of ``benchmarks/bench_executor.py`` (no
 figure is typed) into a committed JSON file that the report reads::
 
-    python -m experiments.flr2sp.executor_figures --logs experiments/results/gpu_logs \\
-        --dest experiments/report/executor_figures.json
+    python -m experiments.flr2sp.executor_figures --logs records/results/gpu_logs \\
+        --dest records/report/executor_figures.json
 
 Parsed per benchmark: the round (clients, tau, batch, samples, model), the
 machine's core count and load before, each row (samples/s, ``x limit`` =
@@ -186,8 +186,8 @@ def parse_logs(checks: str, extra: dict[str, str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--logs", default="experiments/results/gpu_logs", help="folder of the logs")
-    p.add_argument("--dest", default="experiments/report/executor_figures.json")
+    p.add_argument("--logs", default="records/results/gpu_logs", help="folder of the logs")
+    p.add_argument("--dest", default="records/report/executor_figures.json")
     p.add_argument(
         "--extra",
         nargs="*",

@@ -48,7 +48,7 @@ from typing import Any
 from experiments.common.conf import MAIN_JOB, SCALES, scale_settings
 from experiments.common.run_cache import Args, aggregate, finish, models, parse_args
 from experiments.flr2sp.runs import training
-from fl_r2sp.strategies.params import scheme_defaults
+from fl_r2sp.fl.policies.params import scheme_defaults
 
 #: The item's name (its module) and its laptop records' folder (:func:`record_item`).
 ITEM = "filter_rules"

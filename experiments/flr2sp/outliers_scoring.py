@@ -41,8 +41,8 @@ import numpy as np
 
 from experiments.common.run_cache import aggregate, build_config, finish, load_jobs, parse_args
 from experiments.flr2sp.runs import training
-from fl_r2sp.strategies.reference_scores import blacklist_quality, replay_blacklist, score_field
-from fl_r2sp.strategies.scoring import REFERENCE_KINDS
+from fl_r2sp.fl.policies.reference_scores import blacklist_quality, replay_blacklist, score_field
+from fl_r2sp.fl.policies.scoring import REFERENCE_KINDS
 
 MODES = ("paper", "paper-strict")
 #: Differences from the scale's training settings (explicit reference: the key
@@ -133,7 +133,7 @@ def per_round(kind: str, scores: list[dict[str, Any]], outliers: frozenset[int])
 
 def partition_of(args, seed: int, mode: str, model: str) -> tuple[dict[str, Any], frozenset[int]]:
     """Realised class shares of the run's partition, and its outlier ids (loads the data)."""
-    from fl_r2sp.clients.runtime import data_for
+    from fl_r2sp.fl.clients.runtime import data_for
 
     cfg = build_config(
         "training",

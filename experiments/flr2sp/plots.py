@@ -5,7 +5,7 @@ by the item scripts themselves, which hold the raw runs; this step draws the
 across-run figures (ours beside the paper's where it prints numbers) and
 needs only the summaries. Missing items are skipped.
 
-Run: ``python -m experiments.flr2sp.plots [--out experiments/results]``.
+Run: ``python -m experiments.flr2sp.plots [--out records/results]``.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def make_plots(out: Path) -> list[Path]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="experiments/results", help="results root")
+    parser.add_argument("--out", default="records/results", help="results root")
     ns = parser.parse_args(argv)
     for path in make_plots(Path(ns.out)):
         print(f"wrote {path}")

@@ -3,13 +3,13 @@
 The laptop runs behind the committed report of an older commit (computed with
 the earlier default ``cosine-reference = "group"``) are not in any cache
 here, so their figures cannot be recomputed. This script *quotes* them: it
-reads ``experiments/REPORT.md`` and ``fl_r2sp/config.py`` as they were at
+reads ``REPORT.md`` and ``fl_r2sp/fl/config.py`` as they were at
 ``--commit`` (``git show``), takes the first table of the Fig. 15 and the
 outlier sections, and the default cosine reference of that commit, and
 writes them to a committed JSON file the report reads::
 
     python -m experiments.flr2sp.previous_report --commit 90a0624 \\
-        --dest experiments/report/previous_laptop.json
+        --dest records/report/previous_laptop.json
 
 The report prints these cells verbatim and labels them as quoted from that
 commit; no figure is typed.
@@ -58,7 +58,7 @@ def first_table(text: str, title: str) -> dict[str, list] | None:
 
 
 def default_reference(config_source: str) -> str | None:
-    """The default of ``cosine_reference`` in a ``fl_r2sp/config.py`` source."""
+    """The default of ``cosine_reference`` in a ``fl_r2sp/fl/config.py`` source."""
     m = re.search(r"cosine_reference:\s*\w+\s*=\s*_f\(\s*\"([^\"]+)\"", config_source)
     return None if m is None else m[1]
 
@@ -107,7 +107,7 @@ COMPARE: dict[str, tuple[str, list[tuple[str, str, int | None]]]] = {
 def comparison_lines(item: str, d: dict[str, Any], report_dir: Path) -> list[str]:
     """The item's new figures (``d``, its summary) beside the quoted previous ones, per row
     key; empty when nothing was quoted for the item."""
-    from fl_r2sp.config import RunConfig
+    from fl_r2sp.fl.config import RunConfig
 
     path = report_dir / "previous_laptop.json"
     old = json.loads(path.read_text()) if path.exists() else {}
@@ -147,7 +147,7 @@ def comparison_lines(item: str, d: dict[str, Any], report_dir: Path) -> list[str
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--commit", required=True, help="commit of the previous report")
-    p.add_argument("--dest", default="experiments/report/previous_laptop.json")
+    p.add_argument("--dest", default="records/report/previous_laptop.json")
     ns = p.parse_args(argv)
     data = quote(ns.commit)
     Path(ns.dest).write_text(json.dumps(data, indent=2) + "\n")

@@ -1,10 +1,10 @@
 """Hostile clients against the group aggregate: accuracy and false blacklisting (issue 14).
 
-Attackers are a client-side run-config knob (``attack``, ``fl_r2sp/clients/attacks.py``),
+Attackers are a client-side run-config knob (``attack``, ``fl_r2sp/fl/clients/attacks.py``),
 the same in-process and under Flower: ``sign-flip`` (delta negated), ``scale(1000)`` (delta
 x1000) and ``huge(1e30)`` (every weight 1e30), run by 0, 1 or 25% of the clients (a seeded
 draw). Each is met by every aggregation option, all behind update admission
-(``fl_r2sp/server/admission.py``, default knobs: 10 x the median delta norm):
+(``fl_r2sp/fl/server/admission.py``, default knobs: 10 x the median delta norm):
 
 * ``mean``, ``median``, ``trimmed-mean``, ``krum``: the intra-group aggregate, cosine filter off;
 * ``filter+mean``: the paper's setting, mean with the cosine outlier filter (the paper's rule);
@@ -84,8 +84,8 @@ def scenarios(num_clients: int) -> list[tuple[str, int]]:
 
 def config(scale: str, seed: int, attack: str, count: int, option: str):
     """The RunConfig of one cell (see the module docstring for the setting)."""
-    from fl_r2sp.config import RunConfig
-    from fl_r2sp.strategies.groups import fraction_need
+    from fl_r2sp.fl.config import RunConfig
+    from fl_r2sp.fl.policies.groups import fraction_need
 
     size = SIZES[scale]
     groups = size["num_groups"]
@@ -112,7 +112,7 @@ def config(scale: str, seed: int, attack: str, count: int, option: str):
 
 def outcome(cfg, out: Any, failure: str | None) -> dict[str, Any]:
     """The metrics of one finished run (``out`` is its RunOutput)."""
-    from fl_r2sp.clients.attacks import AttackPlan
+    from fl_r2sp.fl.clients.attacks import AttackPlan
 
     attackers = AttackPlan.of(
         cfg.attack, cfg.attack_fraction, cfg.seed, cfg.num_partitions
@@ -137,8 +137,8 @@ def outcome(cfg, out: Any, failure: str | None) -> dict[str, Any]:
 
 def run_cell(args: Args, seed: int, attack: str, count: int, option: str) -> dict[str, Any]:
     """Run (or load from the cache) one cell; return its row."""
-    from fl_r2sp.server.admission import RunFailed
-    from fl_r2sp.server.runner import run
+    from fl_r2sp.fl.server.admission import RunFailed
+    from fl_r2sp.fl.server.runner import run
 
     cfg = config(args.scale, seed, attack, count, option)
     label = f"{option}-{attack}-{count}".replace("(", "").replace(")", "")

@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--seeds", default="0", help="comma-separated seeds [0]")
-    parser.add_argument("--out", default="experiments/results", help="results root")
+    parser.add_argument("--out", default="records/results", help="results root")
     parser.add_argument("--publish", default="", help="copy the item files to <this>/osp_real")
     parser.add_argument("--fresh", action="store_true", help="rerun cached runs")
     ns = parser.parse_args(argv)

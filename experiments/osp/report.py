@@ -1,6 +1,6 @@
 """The OSP part of REPORT.md's cluster section, computed from the published files.
 
-Source: ``experiments/report/osp_real/{summary.csv,claims.csv,summary.json}`` written by
+Source: ``records/report/osp_real/{summary.csv,claims.csv,summary.json}`` written by
 ``python -m experiments.osp.real --publish experiments/report`` (small real CPU runs on the PS
 runtime). Every number comes from those files (the paper's are columns of the summary); the
 throughput verdict is judged here by the report's rules (:func:`throughput_verdict`), not read
@@ -108,5 +108,5 @@ def osp_lines(root: Path) -> list[str]:
     reading = _reading(rows, str(summary.get("best_baseline")))
     lines += ["", reading, ""] if reading else [""]
     if (d / "osp_real.png").exists():
-        lines += ["![osp real](report/osp_real/osp_real.png)", ""]
+        lines += ["![osp real](records/report/osp_real/osp_real.png)", ""]
     return lines

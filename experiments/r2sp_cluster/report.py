@@ -2,12 +2,12 @@
 
 Two sources, both committed so the report regenerates without rerunning anything:
 
-* ``experiments/report/cluster_twin/<item>/summary.csv``: the virtual-time twin at the paper's
-  sizes (``python -m experiments.r2sp_cluster.twin.run --publish experiments/report/cluster_twin``);
+* ``records/report/cluster_twin/<item>/summary.csv``: the virtual-time twin at the paper's
+  sizes (``python -m experiments.r2sp_cluster.twin.run --publish records/report/cluster_twin``);
   hardware efficiency only;
-* ``experiments/report/cluster_real/<item>/{summary.csv,claims.csv,summary.json}``: small real
+* ``records/report/cluster_real/<item>/{summary.csv,claims.csv,summary.json}``: small real
   training runs on this machine's CPU (``python -m experiments.r2sp_cluster.real.run --publish
-  experiments/report/cluster_real``);
+  records/report/cluster_real``);
 
 Every number in the section comes from those files (the paper's numbers are columns of the
 summaries); the verdicts of the columns in :data:`REJUDGED` are computed here by the report's
@@ -235,7 +235,7 @@ def _twin_lines(root: Path) -> list[str]:
         lines += [*md_table(rows), "", f"Verdicts: {tally(rows)}.", ""]
         png = root / "cluster_twin" / item / f"{item}.png"
         if png.exists():
-            lines += [f"![twin {item}](report/cluster_twin/{item}/{item}.png)", ""]
+            lines += [f"![twin {item}](records/report/cluster_twin/{item}/{item}.png)", ""]
     return lines
 
 
@@ -299,7 +299,7 @@ def _real_lines(root: Path) -> list[str]:
         reading = _real_reading(item, rows, int(summary["config"]["workers"]))
         lines += ([reading, ""] if reading else []) + [f"Verdicts: {tally(rows + claims)}.", ""]
         if (d / f"{item}.png").exists():
-            lines += [f"![real {item}](report/cluster_real/{item}/{item}.png)", ""]
+            lines += [f"![real {item}](records/report/cluster_real/{item}/{item}.png)", ""]
     return lines
 
 

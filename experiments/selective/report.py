@@ -1,7 +1,7 @@
 """The selective-reduce section of REPORT.md, computed from the published simulation files.
 
-Reads ``experiments/report/selective/<item>/{runs.csv,claims.csv,*.png}`` (``python -m
-experiments.selective.run --publish experiments/report/selective``): every claim with its
+Reads ``records/report/selective/<item>/{runs.csv,claims.csv,*.png}`` (``python -m
+experiments.selective.run --publish records/report/selective``): every claim with its
 verdict as :mod:`experiments.selective.trials` states the rules, and min / median / max over the
 trials. No string literal here holds a figure.
 """
@@ -47,7 +47,7 @@ def item_lines(root: Path, item: str, title: str) -> list[str]:
     if not runs:
         return [*lines, f"Not published (no `selective/{item}/runs.csv`).", ""]
     trials = sorted({r.get("trials", "") for r in runs})
-    lines += [f"![selective {item}](report/selective/{item}/{png.name})"
+    lines += [f"![selective {item}](records/report/selective/{item}/{png.name})"
               for png in sorted(d.glob("*.png"))] + [""]  # fmt: skip
     lines += [*md_table(claims), "", f"Verdicts: {tally(claims)}.", ""]
     metrics = ITEM_METRICS.get(item, SELECTIVE_METRICS)
@@ -67,7 +67,7 @@ def selective_lines(root: Path) -> list[str]:
         "The selective-reduce paper is simulation-only, and so is this section: the "
         "all-reduce-family controllers run in virtual time (`fl_r2sp.cluster.sim.reduce.engine`, "
         "`python -m experiments.selective.run`); nothing is trained. The setup and our choices are "
-        "in `experiments/report/selective/REPORT.md` and `experiments/selective/trials.py`; "
+        "in `records/report/selective/REPORT.md` and `experiments/selective/trials.py`; "
         "real runs of the same controllers on this machine are in the README (cluster mode).",
         "",
         rules,

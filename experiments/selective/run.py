@@ -8,7 +8,7 @@ item of ours (``compute``: the ratios when compute takes 1x, 3x, 10x longer).
 
     python -m experiments.selective.run                                  # everything, ~15 min
     python -m experiments.selective.run --only fig8 --trials 5
-    python -m experiments.selective.run --publish experiments/report/selective
+    python -m experiments.selective.run --publish records/report/selective
 
 One item alone: ``python -m experiments.selective.<item>`` (e.g. ``fig8``). Outputs, the trial
 cache and ``--publish``: :mod:`experiments.selective.cli`.

@@ -14,7 +14,7 @@ from .lstm import KwsLSTM
 from .mlp import DigitsMLP
 from .resnet import resnet20
 
-#: Datasets each input kind comes from (the names of ``fl_r2sp.config.Dataset``).
+#: Datasets each input kind comes from (the names of ``fl_r2sp.fl.config.Dataset``).
 _IMAGES = frozenset({"cifar10"})
 _AUDIO = frozenset({"kws", "kws-audio"})
 _DIGITS = frozenset({"digits"})

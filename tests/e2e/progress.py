@@ -3,7 +3,7 @@
 A fixed wall budget fails a healthy run on a loaded machine (at load 15 on 2 cores a group
 round takes a minute) and hides a hung one on an idle machine for as long. Here a command
 runs as long as it makes progress, by the bound of
-:class:`fl_r2sp.flower.run_watch.ProgressWatch` (silent at most ``startup`` s before its
+:class:`fl_r2sp.fl.flower.run_watch.ProgressWatch` (silent at most ``startup`` s before its
 first progress line, then at most ``factor`` x the longest gap so far, at least ``floor``
 s), so the allowed wait grows with the machine's measured slowness.
 """
@@ -19,7 +19,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fl_r2sp.flower.run_watch import UPDATE_LINE, ProgressWatch
+from fl_r2sp.fl.flower.run_watch import UPDATE_LINE, ProgressWatch
 
 #: Exit status reported for a command stopped for want of progress.
 STALLED = -9

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fl_r2sp.flower.object_wait import OBJECT_WAIT
+from fl_r2sp.fl.flower.object_wait import OBJECT_WAIT
 from tests.e2e.progress import run_while_progressing
 from tests.paths import REPO
 from tests.scripts.test_chaos_report import load_chaos

@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.flower.processes import (
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower.processes import (
     flwr_bin,
     local_superlink_env,
     local_superlink_pids,
     pids_matching,
     pids_with_env,
 )
-from fl_r2sp.server.runner import run
+from fl_r2sp.fl.server.runner import run
 from tests.e2e.progress import run_while_progressing
 from tests.paths import REPO
 

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from fl_r2sp.flower.processes import (
+from fl_r2sp.fl.flower.processes import (
     alive,
     descendants,
     flower_env,

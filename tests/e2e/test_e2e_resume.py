@@ -21,7 +21,7 @@ from types import ModuleType
 
 import pytest
 
-from fl_r2sp.flower.processes import (
+from fl_r2sp.fl.flower.processes import (
     flower_env,
     free_ports,
     pids_matching,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fl_r2sp.flower.processes import pids_matching, pids_with_env
+from fl_r2sp.fl.flower.processes import pids_matching, pids_with_env
 from fl_r2sp.telemetry.rundir import complete_run_dirs
 from tests.paths import REPO
 

@@ -65,9 +65,17 @@ def test_readme_command_starts(
         assert capsys.readouterr().out  # no flags: the command ran and printed its result
 
 
+def test_importing_experiments_installs_no_import_hook() -> None:
+    code = "import sys; n = len(sys.meta_path); import experiments; print(len(sys.meta_path) - n)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "0"
+
+
 def test_old_command_runs_the_new_module() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "experiments.table4", "--help"],
+        [sys.executable, "-m", "experiments.moved", "table4", "--help"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -1,9 +1,9 @@
 """REPORT.md rebuilds byte for byte from the committed records: no training, no data set.
 
-A fresh clone holds the compact records under ``experiments/results/`` (each item's
+A fresh clone holds the compact records under ``records/results/`` (each item's
 ``summary.json``, ``summary.csv``, ``runs.csv``, ``provenance.json``) and the cluster studies'
-published files under ``experiments/report/``; ``python -m experiments.report`` must turn them
-into the committed ``experiments/REPORT.md`` exactly.
+published files under ``records/report/``; ``python -m experiments.report`` must turn them
+into the committed ``REPORT.md`` exactly.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from experiments.flr2sp.report.sections import flr2sp_lines
 from experiments.report import build
 from tests.paths import REPO
 
-RESULTS = REPO / "experiments" / "results"
+RESULTS = REPO / "records" / "results"
 #: The committed records stay small: summaries and tables, never run folders or weights.
 RECORDS_LIMIT_BYTES = 5_000_000
 
 
 def _committed_records() -> list[Path]:
-    """The files under ``experiments/results/`` that git tracks (what a fresh clone has)."""
+    """The files under ``records/results/`` that git tracks (what a fresh clone has)."""
     listed = subprocess.run(
-        ["git", "ls-files", "-z", "--", "experiments/results"],
+        ["git", "ls-files", "-z", "--", "records/results"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -44,7 +44,7 @@ def test_report_rebuilds_byte_for_byte_from_the_committed_records(tmp_path: Path
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
     text = build(out, tmp_path / "dest")
-    committed = (REPO / "experiments" / "REPORT.md").read_text()
+    committed = (REPO / "REPORT.md").read_text()
     diff = "".join(
         difflib.unified_diff(
             committed.splitlines(keepends=True),

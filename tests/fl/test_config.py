@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from fl_r2sp.config import RunConfig
+from fl_r2sp.fl.config import RunConfig
 from tests.paths import REPO
 
 ROOT = REPO

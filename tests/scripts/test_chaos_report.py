@@ -22,9 +22,9 @@ from types import ModuleType
 
 import pytest
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.flower.run_watch import RunEnd
-from fl_r2sp.server.run_files import write_failed_start
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower.run_watch import RunEnd
+from fl_r2sp.fl.server.run_files import write_failed_start
 from tests.paths import REPO
 
 #: The SuperLink's word on a run that completed, and on one whose stream ended early and

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fl_r2sp.flower.run_config_check import check_run_config
+from fl_r2sp.fl.flower.run_config_check import check_run_config
 from tests.scripts.test_chaos_report import load_chaos
 
 

@@ -1,6 +1,6 @@
 """The executor section of REPORT.md (issue 10): the GPU checks' benchmark and its goals.
 
-:func:`executor_lines` reads the committed ``experiments/report/executor_figures.json``
+:func:`executor_lines` reads the committed ``records/report/executor_figures.json``
 (:mod:`experiments.flr2sp.executor_figures`) and states the issue's goals as rules; its prose
 computes every figure from that file (no string literal here holds a digit).
 """
@@ -18,7 +18,7 @@ from experiments.flr2sp.report.formats import (
     table,
 )
 
-REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
+REPORT_DIR = Path(__file__).resolve().parents[3] / "records" / "report"
 #: Issue 10's goals on a GPU: batched samples/s at least this share of one large-batch
 #: loop on the same GPU, and a paper-size CNN run to convergence within this many seconds.
 GPU_RATE_GOAL = 0.5

@@ -8,7 +8,7 @@ say so; the same tables for the main job (``filter_rules_main_job``). Its readin
 stated in :func:`experiments.flr2sp.filter_rules.verdicts`, per setting and over the laptop
 partitions and the main job's together (:func:`joint_text`), the default that chooses and
 whether that is the engine's default (read from
-:class:`~fl_r2sp.strategies.params.OutlierParams`). No string literal here holds a digit (a
+:class:`~fl_r2sp.fl.policies.params.OutlierParams`). No string literal here holds a digit (a
 test checks it).
 """
 
@@ -23,7 +23,7 @@ from experiments.flr2sp.filter_rules import (
     record_item,
 )
 from experiments.flr2sp.report.formats import Summary, mean, ms, num, one, pct, table
-from fl_r2sp.strategies.params import scheme_defaults
+from fl_r2sp.fl.policies.params import scheme_defaults
 
 #: Failing seeds shown per candidate in the joint verdict (the rest are counted).
 SHOWN = 3

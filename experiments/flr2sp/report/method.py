@@ -48,7 +48,7 @@ def scale_text() -> list[str]:
         "- Code versions: each FL section says which code version (hash of `fl_r2sp/` without "
         "`cluster/`, `experiments/common/provenance.py`) and which commit computed its runs; a "
         "run made by uncommitted edits is never shown.",
-        "- Engine: `fl_r2sp.server.runner.run` in-process over the virtual clock "
+        "- Engine: `fl_r2sp.fl.server.runner.run` in-process over the virtual clock "
         "(deterministic); times are *virtual* seconds of the emulated deployment.",
         f"- Network: `paper-ec2` = fair-shared server link of {PAPER_SERVER_FAIR / 1e6:g} MB/s "
         f"each way, client links {PAPER_CLIENT_LINK / 1e6:g} MB/s; `paper-ec2-fcfs` = a server "

@@ -188,7 +188,7 @@ def item_lines(
         if src.exists():
             shutil.copyfile(src, keep / (name if name.endswith(".csv") else f"{item}-{name}"))
             if name.endswith(".png"):
-                lines += [f"![{item} {name}](report/{item}-{name})", ""]
+                lines += [f"![{item} {name}](records/report/{item}-{name})", ""]
     # A reading may quote other items: only those whose records were made by committed code.
     quoted = {i: s for i, s in summaries.items() if recorded(out, i)}
     return [*lines, note(d, quoted), ""]
@@ -229,7 +229,7 @@ def flr2sp_lines(out: Path, keep: Path, report_dir: Path) -> list[str]:
     head = [
         "## The FL-R²SP items: what is recorded",
         "",
-        "Each item below is computed from its committed record under `experiments/results/` "
+        "Each item below is computed from its committed record under `records/results/` "
         "(`<item>/summary.json`, `summary.csv`, `runs.csv`, `provenance.json`; made by "
         "`python -m experiments.flr2sp.<item>`) and only when every run of it was made by a "
         "committed code version; otherwise it says *not run* with the command that computes "

@@ -162,7 +162,7 @@ def note_outliers(d: Summary, _: dict[str, Summary]) -> str:
 
 def note_outliers_scoring(d: Summary, _: dict[str, Summary]) -> str:
     from fl_r2sp.datasets.paper_strict import OUTLIER_TOP, REGULAR_MIN
-    from fl_r2sp.strategies.params import OutlierParams
+    from fl_r2sp.fl.policies.params import OutlierParams
 
     rule = d.get("rule", {})
     shares = []

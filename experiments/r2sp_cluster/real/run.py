@@ -26,7 +26,7 @@ scheme finite in trial runs (lr 0.1 made SAFA and R²SP + tuning diverge on the 
 
     python -m experiments.r2sp_cluster.real.run              # all, 3 seeds
     python -m experiments.r2sp_cluster.real.run --only fig14 --seeds 0
-    python -m experiments.r2sp_cluster.real.run --publish experiments/report/cluster_real
+    python -m experiments.r2sp_cluster.real.run --publish records/report/cluster_real
 
 One item alone: ``python -m experiments.r2sp_cluster.real.<item>`` (e.g. ``fig11``). The run
 cache, outputs and ``--publish``: :mod:`experiments.r2sp_cluster.real.cli`.

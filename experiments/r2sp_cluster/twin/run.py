@@ -9,7 +9,7 @@ here. Assumptions and the verdict rule: :mod:`experiments.r2sp_cluster.twin.sett
 
     python -m experiments.r2sp_cluster.twin.run                      # every item, ~3 CPU-minutes
     python -m experiments.r2sp_cluster.twin.run --only fig8,table3 \
-        --publish experiments/report/cluster_twin
+        --publish records/report/cluster_twin
 
 One item alone: ``python -m experiments.r2sp_cluster.twin.<item>`` (e.g. ``table3``). Outputs,
 the report and ``--publish``: :mod:`experiments.r2sp_cluster.twin.cli`.

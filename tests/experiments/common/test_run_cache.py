@@ -22,7 +22,7 @@ from experiments.flr2sp.fig17 import peak
 from experiments.flr2sp.filter_rules import CASES
 from experiments.flr2sp.outliers import CLEAN
 from experiments.flr2sp.runs import _label, comm, ratio
-from fl_r2sp.config import RunConfig
+from fl_r2sp.fl.config import RunConfig
 
 
 def test_round_units_per_strategy():
@@ -117,7 +117,7 @@ def test_comm_ratio_label():
 
 def test_parse_args_defaults_and_errors(capsys):
     args = parse_args("table5", None, [])
-    assert (args.scale, args.seeds, str(args.out)) == ("laptop", (0, 1, 2), "experiments/results")
+    assert (args.scale, args.seeds, str(args.out)) == ("laptop", (0, 1, 2), "records/results")
     assert parse_args("x", None, ["--seeds", "4,5", "--models", "cnn"]).only_models == ("cnn",)
     with pytest.raises(SystemExit):
         parse_args("x", None, ["--seeds", "a,b"])
@@ -150,7 +150,7 @@ def test_main_job_setting_is_the_apps_defaults(monkeypatch):
     assert parse_args("x", None, ["--scale", MAIN_JOB], scales=(MAIN_JOB,)).scale == MAIN_JOB
     # A default that is not whole rounds with one evaluation each cannot be reproduced.
     odd = RunConfig(eval_every=5)
-    monkeypatch.setattr("fl_r2sp.config.RunConfig", lambda: odd)
+    monkeypatch.setattr("fl_r2sp.fl.config.RunConfig", lambda: odd)
     with pytest.raises(ValueError, match="whole rounds"):
         scale_settings("training", MAIN_JOB)
 

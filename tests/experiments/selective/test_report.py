@@ -9,7 +9,7 @@ from experiments.selective.cli import TITLES
 from experiments.selective.report import selective_lines, spread_table
 from tests.paths import REPO
 
-PUBLISHED = REPO / "experiments" / "report"
+PUBLISHED = REPO / "records" / "report"
 
 
 def _write(path: Path, rows: list[dict[str, str]]) -> None:

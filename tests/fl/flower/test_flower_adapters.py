@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from flwr.app import ArrayRecord, MetricRecord
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.flower.grid_transport import mismatch
-from fl_r2sp.flower.strategy import BSP, FLR2SP, FedBuff, _wrap_evaluate_fn, strategy_for
-from fl_r2sp.protocol import validate_weights
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower.grid_transport import mismatch
+from fl_r2sp.fl.flower.strategy import BSP, FLR2SP, FedBuff, _wrap_evaluate_fn, strategy_for
+from fl_r2sp.fl.protocol import validate_weights
 
 
 def test_strategy_classes_pin_their_scheme_and_keep_other_knobs() -> None:

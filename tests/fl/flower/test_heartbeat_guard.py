@@ -6,7 +6,7 @@ import httpx
 import pytest
 from flwr.supercore import heartbeat
 
-from fl_r2sp.flower.heartbeat_guard import retry_heartbeat_5xx
+from fl_r2sp.fl.flower.heartbeat_guard import retry_heartbeat_5xx
 from tests.fl.flower.test_liveness import http_error
 
 

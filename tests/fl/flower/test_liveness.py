@@ -20,20 +20,20 @@ import numpy as np
 import pytest
 from flwr.app import ArrayRecord
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.flower import discovery, grid_transport
-from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
-from fl_r2sp.flower.retry import RetryPolicy, call_with_retry, is_transient
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower import discovery, grid_transport
+from fl_r2sp.fl.flower.grid_transport import GridTransport, find_partitions
+from fl_r2sp.fl.flower.retry import RetryPolicy, call_with_retry, is_transient
+from fl_r2sp.fl.flower.strategy import FLR2SP
+from fl_r2sp.fl.policies.base import ModelUpdated, Record, Send, Update
+from fl_r2sp.fl.policies.flr2sp import FLR2SPPolicy
+from fl_r2sp.fl.policies.params import GroupParams, OutlierParams
+from fl_r2sp.fl.protocol import Job, Reply
+from fl_r2sp.fl.server.admission import MISFIT_PREFIX, OFFLINE_PREFIX, Admission, AdmissionParams
+from fl_r2sp.fl.server.loop_base import StopRule
+from fl_r2sp.fl.server.transport import InProcessTransport
+from fl_r2sp.fl.server.wall_loop import WallLoop
 from fl_r2sp.models.weights import flatten
-from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.admission import MISFIT_PREFIX, OFFLINE_PREFIX, Admission, AdmissionParams
-from fl_r2sp.server.loop_base import StopRule
-from fl_r2sp.server.transport import InProcessTransport
-from fl_r2sp.server.wall_loop import WallLoop
-from fl_r2sp.strategies import FLR2SP
-from fl_r2sp.strategies.base import ModelUpdated, Record, Send, Update
-from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
-from fl_r2sp.strategies.params import GroupParams, OutlierParams
 from fl_r2sp.telemetry.rundir import complete_run_dirs
 
 FAST = RetryPolicy(attempts=4, first_wait=0.001, total=1.0)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fl_r2sp.flower.grid_transport import GridTransport, find_partitions
-from fl_r2sp.flower.node_manifest import Binding, fingerprint, read_manifest, write_manifest
-from fl_r2sp.flower.pki import make_node_key
-from fl_r2sp.flower.run_config_check import check_run_config
+from fl_r2sp.fl.flower.grid_transport import GridTransport, find_partitions
+from fl_r2sp.fl.flower.node_manifest import Binding, fingerprint, read_manifest, write_manifest
+from fl_r2sp.fl.flower.pki import make_node_key
+from fl_r2sp.fl.flower.run_config_check import check_run_config
 from tests.fl.flower.test_liveness import FAST, TEMPLATE, FakeGrid, job, stand_in_messages
 
 __all__ = ["stand_in_messages"]  # the fixture that stands in for Flower's Message

@@ -23,10 +23,10 @@ from flwr.supercore.run import Run
 from flwr.superlink.grid import http_grid
 from flwr.superlink.grid.http_grid import HttpGrid
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.flower import grid_transport
-from fl_r2sp.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
-from fl_r2sp.strategies import FLR2SP
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower import grid_transport
+from fl_r2sp.fl.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
+from fl_r2sp.fl.flower.strategy import FLR2SP
 from tests.fl.flower.test_liveness import TEMPLATE, FakeGrid, stand_in_message
 
 
@@ -121,7 +121,7 @@ def test_the_stock_fedavg_baseline_pulls_with_the_bound_too(
     """``strategy = "fedavg"`` runs Flower's own FedAvg loop: its pulls are bounded as well."""
     from flwr.serverapp.strategy import FedAvg
 
-    from fl_r2sp.flower import fedavg_baseline
+    from fl_r2sp.fl.flower import fedavg_baseline
 
     seen: list[object] = []
 

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from fl_r2sp.flower import run_config_check as rcc
-from fl_r2sp.flower.server_app import main as server_main
+from fl_r2sp.fl.flower import run_config_check as rcc
+from fl_r2sp.fl.flower.server_app import main as server_main
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.flower.run_watch import LOG_START, STOP_GRACE, ProgressWatch, follow_run, watch_for
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower.run_watch import LOG_START, STOP_GRACE, ProgressWatch, follow_run, watch_for
 
 HEAD = ["Loading project configuration...\n", "Successfully started run 42\n"]
 LOG = [f"{LOG_START} `42`\n", "[fl-r2sp] update 1/3\n", "[fl-r2sp] update 2/3\n"]

@@ -16,8 +16,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 
-from fl_r2sp.flower.pki import make_ca, make_pki
-from fl_r2sp.flower.secure_deploy import (
+from fl_r2sp.fl.flower.pki import make_ca, make_pki
+from fl_r2sp.fl.flower.secure_deploy import (
     JOINED_LINE,
     RegistrationGuard,
     intruder_verdicts,

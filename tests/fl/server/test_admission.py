@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from fl_r2sp.clients.attacks import AttackPlan, drawn_attackers, parse_attack
-from fl_r2sp.clients.runtime import runtime_for
-from fl_r2sp.config import RunConfig
-from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.admission import Admission, AdmissionParams, RunFailed, run_problem
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.transport import InProcessTransport
+from fl_r2sp.fl.clients.attacks import AttackPlan, drawn_attackers, parse_attack
+from fl_r2sp.fl.clients.runtime import runtime_for
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.protocol import Job, Reply
+from fl_r2sp.fl.server.admission import Admission, AdmissionParams, RunFailed, run_problem
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.transport import InProcessTransport
 
 #: A short digits run: 8 clients in 2 groups, partitions of 150-230 examples.
 BASE = dict(

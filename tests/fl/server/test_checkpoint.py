@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.server import checkpoint
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.state_codec import CodecError, decode, encode
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.server import checkpoint
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.state_codec import CodecError, decode, encode
 from fl_r2sp.telemetry.rundir import is_complete
 
 
@@ -258,7 +259,7 @@ def test_every_scheme_state_survives_the_round_trip(tmp_path, monkeypatch, strat
     [
         {"$object": "os:system", "attrs": []},
         {"$object": "builtins:eval", "attrs": []},
-        {"$object": "fl_r2sp.server.checkpoint:log", "attrs": []},
+        {"$object": "fl_r2sp.fl.server.checkpoint:log", "attrs": []},
         {"$reduce": "os.system", "args": ["true"]},
     ],
 )
@@ -272,3 +273,27 @@ def test_a_checkpoint_state_cannot_name_code_to_run(node) -> None:
 def test_a_state_the_codec_cannot_store_is_refused_at_save_naming_where() -> None:
     with pytest.raises(CodecError, match=r"root\['cb'\]: instances of pathlib"):
         encode({"cb": Path(".")})
+
+
+#: A run killed after its checkpoint at update 3, written by the layout before the federated
+#: half moved to ``fl_r2sp/fl/`` (its state names ``fl_r2sp.strategies.flr2sp:FLR2SPPolicy``).
+OLD_LAYOUT = Path(__file__).parent / "data" / "old_layout_checkpoint"
+
+
+def old_layout_cfg(run_dir: Path) -> RunConfig:
+    """The configuration the old-layout checkpoint was made with."""
+    return training_cfg(
+        run_dir, max_updates=6, dropout="none", checkpoint_every=3, outlier_filter=True
+    )
+
+
+def test_a_checkpoint_of_the_old_layout_resumes_to_the_same_end(tmp_path: Path) -> None:
+    state = (OLD_LAYOUT / "checkpoint.npz").read_bytes()
+    assert b"fl_r2sp.strategies.flr2sp:FLR2SPPolicy" in state  # the fixture is the old layout
+    whole = run(old_layout_cfg(tmp_path / "whole"), progress=False)
+    folder = tmp_path / "ck" / "old-layout"
+    shutil.copytree(OLD_LAYOUT, folder)
+    resumed = run(old_layout_cfg(tmp_path / "ck").replace(resume_from=str(folder)), progress=False)
+    assert is_complete(folder)
+    assert resumed.weights.tobytes() == whole.weights.tobytes()
+    assert evals(resumed) == evals(whole)

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.server import checkpoint, checkpoint_segments
-from fl_r2sp.server.checkpoint_archive import CheckpointError
-from fl_r2sp.server.checkpoint_segments import FOLDER, SegmentReader, SegmentWriter
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.state_codec import decode
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.server import checkpoint, checkpoint_segments
+from fl_r2sp.fl.server.checkpoint_archive import CheckpointError
+from fl_r2sp.fl.server.checkpoint_segments import FOLDER, SegmentReader, SegmentWriter
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.state_codec import decode
 from fl_r2sp.telemetry.rundir import is_complete
 from tests.fl.server.test_checkpoint import Killed, evals, kill_after_save, only_dir, training_cfg
 
@@ -160,7 +160,7 @@ def spoil_segment(folder: Path, how: str) -> Path:
     elif how == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     else:  # another save's segment under the listed name
-        from fl_r2sp.server.checkpoint_archive import archive
+        from fl_r2sp.fl.server.checkpoint_archive import archive
 
         path.write_bytes(archive(checkpoint_segments.KIND, {}, [], [])[0])
     return path

@@ -12,14 +12,19 @@ import signal
 import numpy as np
 import pytest
 
-from fl_r2sp.clients.runtime import runtime_for
-from fl_r2sp.config import RunConfig
-from fl_r2sp.protocol import Job
-from fl_r2sp.server.evaluation import initial_weights
-from fl_r2sp.server.executor import ExecutorError, ExecutorTransport, SerialExecutor, make_executor
-from fl_r2sp.server.executor.batched import plan_stacks
-from fl_r2sp.server.executor.processes import ProcessExecutor
-from fl_r2sp.server.runner import run
+from fl_r2sp.fl.clients.runtime import runtime_for
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.protocol import Job
+from fl_r2sp.fl.server.evaluation import initial_weights
+from fl_r2sp.fl.server.executor import (
+    ExecutorError,
+    ExecutorTransport,
+    SerialExecutor,
+    make_executor,
+)
+from fl_r2sp.fl.server.executor.batched import plan_stacks
+from fl_r2sp.fl.server.executor.processes import ProcessExecutor
+from fl_r2sp.fl.server.runner import run
 
 #: Measured: the batched digits-MLP run equals serial bit for bit on CPU
 #: (its stacked kernels are batched matrix products); the bound leaves room

@@ -7,9 +7,9 @@ warm-up reaches the policy.
 
 from __future__ import annotations
 
-from fl_r2sp.clients.runtime import data_for
-from fl_r2sp.config import RunConfig
-from fl_r2sp.server.runner import run
+from fl_r2sp.fl.clients.runtime import data_for
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.server.runner import run
 
 
 def digits_cfg(**kw) -> RunConfig:

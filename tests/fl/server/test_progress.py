@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fl_r2sp.config import RunConfig
-from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.admission import OFFLINE_PREFIX, RunFailed
-from fl_r2sp.server.loop_base import StopRule
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.wall_loop import WallLoop
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.protocol import Job, Reply
+from fl_r2sp.fl.server.admission import OFFLINE_PREFIX, RunFailed
+from fl_r2sp.fl.server.loop_base import StopRule
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.wall_loop import WallLoop
 from tests.fl.server.test_server_events import IdlePolicy, SilentTransport
 
 #: Six clients in two groups, short timing jobs on the virtual clock.

@@ -7,13 +7,14 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pytest
 
-from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.network import star_network
 from fl_r2sp.emulation.profiles import get_profile
-from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.loop_base import StopRule
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.virtual_events import (
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.policies.base import Decision, Policy, Update
+from fl_r2sp.fl.protocol import Job, Reply
+from fl_r2sp.fl.server.loop_base import StopRule
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.virtual_events import (
     ClientOffline,
     ClientOnline,
     JobFailed,
@@ -21,9 +22,8 @@ from fl_r2sp.server.virtual_events import (
     PushStart,
     TimerFired,
 )
-from fl_r2sp.server.virtual_loop import VirtualLoop
-from fl_r2sp.server.wall_loop import WallLoop
-from fl_r2sp.strategies.base import Decision, Policy, Update
+from fl_r2sp.fl.server.virtual_loop import VirtualLoop
+from fl_r2sp.fl.server.wall_loop import WallLoop
 
 
 class IdlePolicy(Policy):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fl_r2sp.clients.runtime import runtime_for
-from fl_r2sp.config import RunConfig
-from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.transport import InProcessTransport
+from fl_r2sp.fl.clients.runtime import runtime_for
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.protocol import Job, Reply
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.transport import InProcessTransport
 
 #: Virtual-time tolerance: transfers on the `lan` profile take ~1e-7 s.
 VT_TOL = 1e-5

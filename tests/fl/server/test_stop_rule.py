@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from fl_r2sp.server.loop_base import StopRule
+from fl_r2sp.fl.server.loop_base import StopRule
 
 
 def test_converged_at_is_the_last_improvement() -> None:

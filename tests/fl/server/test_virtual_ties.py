@@ -13,12 +13,12 @@ import numpy as np
 
 from fl_r2sp.emulation.network import star_network
 from fl_r2sp.emulation.profiles import Profile
-from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.loop_base import StopRule
-from fl_r2sp.server.transport import InProcessTransport
-from fl_r2sp.server.virtual_loop import VirtualLoop
-from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
-from fl_r2sp.strategies.params import GroupParams, OutlierParams
+from fl_r2sp.fl.policies.flr2sp import FLR2SPPolicy
+from fl_r2sp.fl.policies.params import GroupParams, OutlierParams
+from fl_r2sp.fl.protocol import Job, Reply
+from fl_r2sp.fl.server.loop_base import StopRule
+from fl_r2sp.fl.server.transport import InProcessTransport
+from fl_r2sp.fl.server.virtual_loop import VirtualLoop
 
 #: Pulls take no time to speak of; pushes queue at a 100 B/s first-come-first-served ingress.
 TIE = Profile(

@@ -19,21 +19,21 @@ import numpy as np
 import pytest
 from flwr.common.constant import ErrorCode
 
-from fl_r2sp.clients.runtime import runtime_for
-from fl_r2sp.config import RunConfig
 from fl_r2sp.emulation.network import star_network
 from fl_r2sp.emulation.profiles import get_profile
-from fl_r2sp.flower import grid_transport
-from fl_r2sp.flower.grid_transport import GridTransport, discover_partitions
-from fl_r2sp.protocol import Job, Reply
-from fl_r2sp.server.loop_base import StopRule
-from fl_r2sp.server.runner import run
-from fl_r2sp.server.transport import InProcessTransport
-from fl_r2sp.server.virtual_checks import VirtualTimeError
-from fl_r2sp.server.virtual_events import JobState
-from fl_r2sp.server.virtual_loop import VirtualLoop
-from fl_r2sp.strategies.flr2sp import FLR2SPPolicy
-from fl_r2sp.strategies.params import GroupParams, OutlierParams
+from fl_r2sp.fl.clients.runtime import runtime_for
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower import grid_transport
+from fl_r2sp.fl.flower.grid_transport import GridTransport, discover_partitions
+from fl_r2sp.fl.policies.flr2sp import FLR2SPPolicy
+from fl_r2sp.fl.policies.params import GroupParams, OutlierParams
+from fl_r2sp.fl.protocol import Job, Reply
+from fl_r2sp.fl.server.loop_base import StopRule
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.fl.server.transport import InProcessTransport
+from fl_r2sp.fl.server.virtual_checks import VirtualTimeError
+from fl_r2sp.fl.server.virtual_events import JobState
+from fl_r2sp.fl.server.virtual_loop import VirtualLoop
 
 CLIENTS = list(range(4))
 

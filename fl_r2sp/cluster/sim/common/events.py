@@ -17,7 +17,7 @@ prio  parameter-server twin        all-reduce-family twin
 Flow completions come from the network model and go before all of them. A twin keeps a table
 from event type to handler and calls :func:`dispatch`, which raises on a type the table lacks,
 so a new kind of event cannot fall into another kind's branch silently (as
-:mod:`fl_r2sp.server.virtual_events` does for the federated loop).
+:mod:`fl_r2sp.fl.server.virtual_events` does for the federated loop).
 """
 
 from __future__ import annotations

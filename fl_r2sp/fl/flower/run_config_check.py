@@ -1,0 +1,119 @@
+"""Check a run config before Flower sees it, and again as the ServerApp's first act.
+
+Flower refuses an unknown ``--run-config`` key with "[code: 15] Invalid run configuration."
+and no name, and passes a value of the wrong type through to the app. The scripts that
+submit runs (``scripts/deploy_local.py``, ``scripts/chaos.py``, ``scripts/main.sh`` through
+``python -m fl_r2sp.fl.flower.run_config_check``) therefore parse the overrides the way ``flwr
+run`` does and check them here first; the ServerApp calls :func:`check_run_config` on the
+config Flower hands it, for runs submitted by hand. A failure raises ``ValueError`` naming
+the key: an unknown key with the closest accepted one and the list of accepted keys, a value
+of the wrong type with the expected type, a value outside its choices with the choices, and
+the spec keys (``attack``, ``delay``, ``dropout``, ``device``, ``network``) parsed as the
+clients and the emulation will parse them, and a ``node-manifest`` read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flwr.common.config import parse_config_args
+
+from fl_r2sp.emulation.availability import make_availability
+from fl_r2sp.emulation.delays import make_delay
+from fl_r2sp.emulation.devices import make_device_model
+from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.fl.clients.attacks import parse_attack
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower.node_manifest import read_manifest
+
+#: Spec keys and the parser that must accept their value (the one the run will use).
+_SPECS: dict[str, Callable[[str], object]] = {
+    "attack": parse_attack,
+    "delay": make_delay,
+    "dropout": make_availability,
+    "device": lambda spec: make_device_model(spec, 1.0),
+    "network": get_profile,
+}
+
+
+def parse_overrides(text: str) -> dict[str, Any]:
+    """``key=value ...`` as ``flwr run --run-config`` reads it (TOML values).
+
+    Raises
+    ------
+    ValueError
+        If the text is not ``key=value`` pairs with TOML values.
+    """
+    try:
+        return dict(parse_config_args([text]))
+    except Exception as exc:  # click.ClickException or a TOML error, depending on the text
+        raise ValueError(f"--run-config {text!r}: {exc}") from None
+
+
+def format_overrides(values: Mapping[str, Any]) -> str:
+    """The ``--run-config`` text of ``values`` (inverse of :func:`parse_overrides`)."""
+
+    def toml(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int | float):
+            return repr(value)
+        text = str(value)
+        return f"'{text}'" if "'" not in text else f'"{text}"'
+
+    return " ".join(f"{key}={toml(value)}" for key, value in values.items())
+
+
+def merge_overrides(base: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """``base`` with the user's ``--run-config`` ``text`` applied over it (the user wins)."""
+    return {**base, **parse_overrides(text)}
+
+
+def check_run_config(values: Mapping[str, Any]) -> RunConfig:
+    """The validated :class:`RunConfig` of ``values`` (kebab-case keys; missing = default).
+
+    Raises
+    ------
+    ValueError
+        Naming the first bad key (see the module docstring).
+    """
+    cfg = RunConfig.from_run_config(dict(values))
+    for key, parse in _SPECS.items():
+        value = getattr(cfg, key)
+        try:
+            parse(value)
+        except (ValueError, FileNotFoundError) as exc:
+            text = str(exc)  # the attack parser names its key already
+            if not text.startswith(f"invalid run config {key}"):
+                text = f"invalid run config {key}={value!r}: {text}"
+            raise ValueError(text) from None
+    if cfg.node_manifest:
+        read_manifest(cfg.node_manifest)  # its errors name the key and the file
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check the ``--run-config`` values among ``flwr run`` arguments; 0 if valid, else 2.
+
+    ``python -m fl_r2sp.fl.flower.run_config_check --run-config "key=value ..." [other flwr
+    run arguments, ignored]``: what ``scripts/main.sh`` runs before ``flwr run``.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    texts = [b for a, b in itertools.pairwise(["", *args]) if a == "--run-config"]
+    texts += [a.split("=", 1)[1] for a in args if a.startswith("--run-config=")]
+    try:
+        values: dict[str, Any] = {}
+        for text in texts:
+            values = merge_overrides(values, text)
+        check_run_config(values)
+    except ValueError as exc:
+        print(f"run config: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

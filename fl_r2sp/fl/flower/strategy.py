@@ -1,0 +1,354 @@
+"""Flower ``Strategy`` classes: FLR2SP, BSP, ASP, FedAsync and FedBuff.
+
+These are the *Flower classes*; the decision logic of each scheme is its
+*policy*, plain Python in ``fl_r2sp.fl.policies`` (``FLR2SP`` runs
+:class:`~fl_r2sp.fl.policies.flr2sp.FLR2SPPolicy`, ``BSP`` runs
+:class:`~fl_r2sp.fl.policies.bsp.BSPPolicy`, ...). ``fl_r2sp.fl.policies``
+re-exports these classes lazily, so the public import is
+``from fl_r2sp.fl.flower.strategy import FLR2SP``.
+
+Drop them into any ServerApp::
+
+    strategy = FLR2SP(RunConfig(num_groups=8, fraction=0.75))
+    result = strategy.start(grid=grid, initial_arrays=arrays, num_rounds=200)
+
+``Strategy.start`` in Flower is round-synchronous; these classes override it
+and drive ``grid.push_messages`` / ``grid.pull_messages`` themselves through
+the event-driven server loop (virtual or wall clock, per ``RunConfig.clock``),
+with at most one message in flight per node. ``num_rounds`` counts *global
+model updates* (group applications for FL-R²SP, rounds for BSP, single
+updates for ASP). The returned :class:`flwr.serverapp.strategy.Result` holds
+the final arrays, central evaluations keyed by global-update number (with
+``time`` = virtual or wall seconds) and the run summary under key 0 of
+``train_metrics_clientapp``... see :meth:`EventDrivenStrategy.start`.
+
+The round-based hooks (``configure_train`` / ``aggregate_train``) are also
+implemented, so the classes work in code written for round-based strategies:
+one call is one synchronous round over all nodes with the paper's
+unweighted mean (or ``aggregation="weighted"``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+from flwr.app import (
+    DEFAULT_TTL,
+    ArrayRecord,
+    ConfigRecord,
+    Message,
+    MessageType,
+    MetricRecord,
+    RecordDict,
+)
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Result, Strategy
+
+from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.fl.flower.discovery import PartitionMap
+from fl_r2sp.fl.flower.grid_transport import GridTransport, find_partitions
+from fl_r2sp.fl.flower.node_manifest import read_manifest
+from fl_r2sp.fl.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
+from fl_r2sp.fl.flower.records import MetricValue, arrays_of, number
+from fl_r2sp.fl.flower.retry import RetryPolicy
+from fl_r2sp.fl.policies.aggregation import mean, weighted_mean
+from fl_r2sp.fl.policies.registry import SCHEMES, Scheme
+from fl_r2sp.fl.server.run_files import write_failed_start
+from fl_r2sp.fl.server.run_output import RunOutput
+from fl_r2sp.fl.server.runner import run
+from fl_r2sp.models.weights import flatten, unflatten
+
+log = logging.getLogger("fl_r2sp")
+
+
+class EventDrivenStrategy(Strategy):
+    """Base of the project's strategies (the class's registry row picks the policy).
+
+    A subclass named like a row's ``flower_class`` of
+    :data:`fl_r2sp.fl.policies.registry.SCHEMES` runs that row's scheme (a
+    user subclass of ``FLR2SP`` runs FL-R²SP: the name is looked up along the
+    class hierarchy).
+
+    Parameters
+    ----------
+    config : RunConfig or None (default: None = all defaults)
+        Every knob of the scheme, data, emulation and stopping.
+    **overrides : Any
+        Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
+    """
+
+    def __init__(self, config: RunConfig | None = None, **overrides: Any) -> None:
+        base = config if config is not None else RunConfig()
+        self.cfg = base.replace(strategy=self.scheme().name, **overrides)
+
+    @classmethod
+    def scheme(cls) -> Scheme:
+        """The registry row of this class.
+
+        Raises
+        ------
+        TypeError
+            If no class along the hierarchy is a registered Flower class.
+        """
+        by_class = {s.flower_class: s for s in SCHEMES.values() if s.build is not None}
+        for klass in cls.__mro__:
+            if klass.__name__ in by_class:
+                return by_class[klass.__name__]
+        raise TypeError(
+            f"{cls.__name__} is no registered scheme's Flower class; subclass one "
+            f"of {', '.join(by_class)}"
+        )
+
+    def summary(self) -> None:
+        """Log the scheme's knobs."""
+        c = self.cfg
+        log.info(
+            "\t├── scheme %s (%s), clock %s, seed %d",
+            c.strategy,
+            self.scheme().description,
+            c.clock,
+            c.seed,
+        )
+        log.info(
+            "\t├── M=%d groups, C=%.2f, r=%.2f, EMA weight %.2f",
+            c.groups,
+            c.fraction,
+            c.gap_factor,
+            c.ema_weight,
+        )
+        # Only the knobs of the rule in use: beta means nothing to the relative rule.
+        cut = (
+            f"k={c.outlier_mad_k:g}, floor={c.outlier_mad_floor:g}, cap={c.outlier_cap:g}"
+            if c.outlier_rule == "relative"
+            else f"beta={c.cosine_threshold:.2f}"
+        )
+        log.info(
+            "\t└── outlier filter %s (rule %s, %s, %d rounds, warm-up %d)",
+            c.outlier_filter,
+            c.outlier_rule,
+            cut,
+            c.outlier_rounds,
+            c.outlier_warmup,
+        )
+
+    # pylint: disable=too-many-arguments
+    def start(
+        self,
+        grid: Grid,
+        initial_arrays: ArrayRecord,
+        num_rounds: int = 3,
+        timeout: float = 3600,
+        train_config: ConfigRecord | None = None,
+        evaluate_config: ConfigRecord | None = None,
+        evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None,
+    ) -> Result:
+        """Run the scheme event by event until its stop condition.
+
+        Parameters
+        ----------
+        grid : Grid
+            The ServerApp's grid.
+        initial_arrays : ArrayRecord
+            Initial model.
+        num_rounds : int (default: 3)
+            Number of global model updates (0 = use the config's stop rules).
+        timeout : float (default: 3600)
+            ``job-timeout``: wall clock, seconds before an unanswered job counts as
+            failed; virtual clock, seconds without any reply before the run stops.
+        train_config, evaluate_config : ConfigRecord, optional
+            Ignored (every knob is in the RunConfig); accepted for API parity.
+        evaluate_fn : callable, optional
+            Flower-style central evaluation ``(version, arrays) -> MetricRecord``
+            with ``accuracy`` and ``loss`` keys; default: the project's test split.
+
+        Returns
+        -------
+        Result
+            ``arrays`` = final model; ``evaluate_metrics_serverapp`` = central
+            evaluations keyed by global-update number (accuracy, loss, time);
+            ``train_metrics_clientapp[final update]`` = run summary figures.
+        """
+        cfg = self.cfg.replace(max_updates=num_rounds) if num_rounds else self.cfg
+        cfg = cfg.replace(job_timeout=float(timeout))
+        template = initial_arrays.to_numpy_ndarrays()
+        log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
+        self.summary()
+        virtual = cfg.clock == "virtual"
+        retry = RetryPolicy.within(cfg.grid_retry_time)
+        # Wall clock: a reply whose objects never arrive (a SuperNode stopped mid-upload) must
+        # not hold the whole run for Flower's 180 s object-push session (object_wait). Virtual
+        # clock: a lost reply stops the run anyway; a slow upload must not.
+        with bounded_object_pulls(None if virtual else OBJECT_WAIT):
+            pmap = _find_partitions(grid, cfg, retry)
+            # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
+            # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
+            # Wall clock with an adaptive job limit (job-timeout-factor): the limit may grow past
+            # job-timeout, so the loop, not the TTL, decides when a job failed.
+            long_ttl = virtual or cfg.job_timeout_factor > 0
+            ttl = max(timeout, float(DEFAULT_TTL)) if long_ttl else max(timeout, 60.0)
+            transport = GridTransport(
+                grid,
+                template,
+                pmap.node_of,
+                ttl=ttl,
+                virtual=virtual,
+                # Wall clock only: node loss and re-attachment are real-time events.
+                pmap=None if virtual else pmap,
+                retry=retry,
+            )
+            evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
+            out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
+        return _to_result(out, template)
+
+    # -- round-based hooks (one synchronous round over all nodes) --------------------
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """One train message per node, carrying ``arrays`` and ``config``."""
+        config["server-round"] = server_round
+        record = RecordDict({"arrays": arrays, "config": config})
+        return [Message(record, n, MessageType.TRAIN) for n in grid.get_node_ids()]
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Mean of the valid replies (unweighted per the paper, or weighted)."""
+        ok = [m for m in replies if not m.has_error()]
+        for m in replies:
+            if m.has_error():
+                log.info(
+                    "round %d: node %d failed: %s",
+                    server_round,
+                    m.metadata.src_node_id,
+                    m.error.reason,
+                )
+        if not ok:
+            return None, None
+        arrays = [arrays_of(m.content) for m in ok]
+        counts = [float(number(m.content["metrics"], "num-examples")) for m in ok]
+        flats = [flatten(a) for a in arrays]
+        flat = weighted_mean(flats, counts) if self.cfg.aggregation == "weighted" else mean(flats)
+        loss = float(
+            np.average(
+                [float(number(m.content["metrics"], "train-loss", np.nan)) for m in ok],
+                weights=counts,
+            )
+        )
+        return ArrayRecord(unflatten(flat, arrays[0])), MetricRecord({"train-loss": loss})
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """No federated evaluation: the schemes evaluate centrally."""
+        return []
+
+    def aggregate_evaluate(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> MetricRecord | None:
+        """Example-weighted mean of the replies' metrics (if any were requested)."""
+        ok = [m.content["metrics"] for m in replies if not m.has_error()]
+        if not ok:
+            return None
+        n = np.array([float(number(r, "num-examples")) for r in ok])
+        keys = [k for k in ok[0] if k != "num-examples"]
+        return MetricRecord(
+            {k: float(np.average([float(number(r, k)) for r in ok], weights=n)) for k in keys}
+        )
+
+
+class FLR2SP(EventDrivenStrategy):
+    """FL-R²SP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.flr2sp.FLR2SPPolicy``."""
+
+
+class BSP(EventDrivenStrategy):
+    """BSP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.bsp.BSPPolicy``."""
+
+
+class ASP(EventDrivenStrategy):
+    """ASP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.asp.ASPPolicy``."""
+
+
+class FedAsync(EventDrivenStrategy):
+    """FedAsync as a Flower strategy; its policy is ``fl_r2sp.fl.policies.asp.FedAsyncPolicy``."""
+
+
+class FedBuff(EventDrivenStrategy):
+    """FedBuff as a Flower strategy; its policy is ``fl_r2sp.fl.policies.fedbuff.FedBuffPolicy``."""
+
+
+#: Scheme name -> Flower class, from the registry (every scheme with a policy).
+STRATEGIES: dict[str, type[EventDrivenStrategy]] = {
+    s.name: globals()[s.flower_class] for s in SCHEMES.values() if s.build is not None
+}
+
+
+def strategy_for(cfg: RunConfig) -> EventDrivenStrategy:
+    """The Flower strategy of ``cfg.strategy``, configured by ``cfg``.
+
+    Raises
+    ------
+    ValueError
+        For a strategy without a Flower class here (``fedavg`` is Flower's own,
+        run by the ServerApp).
+    """
+    if cfg.strategy not in STRATEGIES:
+        raise ValueError(
+            f"strategy {cfg.strategy!r} has no Flower class here; known: {', '.join(STRATEGIES)}"
+        )
+    return STRATEGIES[cfg.strategy](cfg)
+
+
+def _find_partitions(grid: Grid, cfg: RunConfig, retry: RetryPolicy) -> PartitionMap:
+    """:func:`find_partitions` for ``cfg``; if it fails, the run's folder says so first.
+
+    A run whose partitions never answered had no loop to write its folder; without one
+    the failure would be only in the ServerApp's log (:func:`write_failed_start`).
+    """
+    try:
+        return find_partitions(
+            grid,
+            timeout=cfg.node_wait,
+            expected=cfg.num_partitions,
+            wait_for_all=cfg.clock != "virtual" or not cfg.allow_missing_nodes,
+            allow_missing=cfg.allow_missing_nodes,
+            retry=retry,
+            grace=cfg.node_grace,
+            bindings=read_manifest(cfg.node_manifest) if cfg.node_manifest else None,
+        )
+    except (RuntimeError, ValueError) as exc:
+        folder = write_failed_start(cfg, f"partition discovery: {exc}")
+        log.error("run failed before training; its folder: %s", folder)
+        raise
+
+
+def _wrap_evaluate_fn(
+    fn: Callable[[int, ArrayRecord], MetricRecord | None], template: list[np.ndarray]
+) -> Callable[[np.ndarray], tuple[float, float]]:
+    """Adapt a Flower ``evaluate_fn`` to the loops' ``weights -> (loss, acc)``."""
+    calls = {"n": 0}
+
+    def evaluator(weights: np.ndarray) -> tuple[float, float]:
+        res = fn(calls["n"], ArrayRecord(unflatten(weights, template)))
+        calls["n"] += 1
+        res = res or MetricRecord()
+        return float(number(res, "loss", np.nan)), float(number(res, "accuracy", np.nan))
+
+    return evaluator
+
+
+def _to_result(out: RunOutput, template: list[np.ndarray]) -> Result:
+    result = Result(arrays=ArrayRecord(unflatten(out.weights, template)))
+    for row in out.history:
+        rec: dict[str, MetricValue] = {k: float(v) for k, v in row.items() if k != "version"}
+        result.evaluate_metrics_serverapp[int(row["version"])] = MetricRecord(rec)
+    figures: dict[str, MetricValue] = {
+        k: float(v)
+        for k, v in out.summary.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    last = int(out.history[-1]["version"]) if out.history else 0
+    result.train_metrics_clientapp[last] = MetricRecord(figures)
+    return result
