@@ -58,8 +58,8 @@ def tracked_files(root: Path) -> set[str]:
     return {name for name in out.decode().split("\0") if name and (root / name).is_file()}
 
 
-def _prose_lines(text: str) -> Iterable[tuple[int, str]]:
-    """(line number, line) outside fenced code blocks, inline code blanked out."""
+def _prose_lines(text: str, blank_code: bool = True) -> Iterable[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks, inline code blanked out if asked."""
     fence: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         match = _FENCE.match(line)
@@ -71,7 +71,8 @@ def _prose_lines(text: str) -> Iterable[tuple[int, str]]:
                 fence = None
             continue
         if fence is None:
-            yield number, _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
+            blanked = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
+            yield number, blanked if blank_code else line
 
 
 def github_slug(heading: str) -> str:
@@ -93,7 +94,7 @@ def anchors(path: Path) -> frozenset[str]:
     seen: dict[str, int] = {}
     found: set[str] = set()
     previous = ""
-    for _, line in _prose_lines(path.read_text(encoding="utf-8")):
+    for _, line in _prose_lines(path.read_text(encoding="utf-8"), blank_code=False):
         found.update(_HTML_ANCHOR.findall(line))
         atx = _ATX.match(line)
         setext = _SETEXT.match(line) if previous.strip() and not atx else None
@@ -174,6 +175,7 @@ def test_every_relative_link_resolves() -> None:
             "secure-deployment-tls-and-supernode-authentication",
         ),
         ("The **bold** and [linked](x.md) words", "the-bold-and-linked-words"),
+        ("A `code_span` and <em>HTML</em>", "a-code_span-and-html"),
     ],
 )
 def test_github_slug(heading: str, slug: str) -> None:
@@ -183,7 +185,8 @@ def test_github_slug(heading: str, slug: str) -> None:
 def test_checker_finds_broken_links(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text(
-        "# Title\n\n## Part one\n\n## Part one\n\n```\n# not a heading\n[x](missing.md)\n```\n",
+        "# Title\n\n## Part one\n\n## Part one\n\n### `code` in a heading\n\n"
+        "```\n# not a heading\n[x](missing.md)\n```\n",
         encoding="utf-8",
     )
     files = {"docs/a.md", "src/mod.py"}
@@ -192,6 +195,7 @@ def test_checker_finds_broken_links(tmp_path: Path) -> None:
         "a.md#part-one",
         "a.md#part-one-1",
         "#title",
+        "#code-in-a-heading",
         "../src/",
         "../src/mod.py",
         "https://x.org/y",
