@@ -1,6 +1,6 @@
 """All-reduce-family benchmark, simulator part: the speed of the selective-reduce simulator.
 
-Goal (issue 12): one 20-trial sweep point at n = 200 over 100 s of simulated training (the
+Goal: one 20-trial sweep point at n = 200 over 100 s of simulated training (the
 paper's default setup, Transformer-trace proxy, analytic ring time) in under a minute on this
 machine, for all three schemes together. Also reports the flow-level mode's cost on a smaller
 point (it is the fidelity check, not the sweep engine). ``--runtime`` adds the runtime part

@@ -1,7 +1,6 @@
 """Cluster-mode benchmark: the shipped runtime against raw gloo, R²SP against BSP, the bucket.
 
-Three measurements (and a fourth for GPU machines), printed side by side with their goals
-(issue 11):
+Three measurements (and a fourth for GPU machines), printed side by side with their goals:
 
 (a) PS overhead. The runtime (``python -m fl_r2sp.cluster``, ASP, scripted zero compute so
     only communication remains) against raw gloo point-to-point with the same message size

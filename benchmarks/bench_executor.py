@@ -80,7 +80,7 @@ from fl_r2sp.training import batch_schedule, set_torch_threads  # noqa: E402
 from fl_r2sp.training.augment import apply_crop_flip, draw_crop_flip  # noqa: E402
 
 BACKENDS = ("serial", "processes", "batched")
-#: Goal of the batched executor's speed as a fraction of the limit's, by model (issue 22).
+#: Goal of the batched executor's speed as a fraction of the limit's, by model.
 GOALS = {"cnn": 0.5, "resnet20": 0.8}
 #: ``--kernels`` token -> run-config keys it sets.
 KERNEL_TOKENS: dict[str, dict[str, object]] = {

@@ -1,4 +1,5 @@
-"""Server benchmarks of issue 4; every figure is a ratio measured side by side.
+"""Server benchmarks (overhead, FedAvg, loop cost, contention); every figure is a ratio
+measured side by side.
 
     .venv/bin/python benchmarks/bench_server.py overhead
     .venv/bin/python benchmarks/bench_server.py fedavg

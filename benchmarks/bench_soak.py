@@ -1,4 +1,4 @@
-"""Soak benchmark of issue 21: many real SuperNodes on loopback, steady and then with churn.
+"""Soak benchmark: many real SuperNodes on loopback, steady and then with churn.
 
     .venv/bin/python benchmarks/bench_soak.py --nodes 32 --minutes 10
 

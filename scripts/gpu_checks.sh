@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check in one budgeted script, for a short loan of a GPU machine (issue 22).
+# Every GPU check in one budgeted script, for a short loan of a GPU machine.
 #
 #   OUT=/tmp/gpu-out scripts/gpu_checks.sh        # GPU machine: budget 480 s, run under a 540 s limit
 #   OUT=/tmp/gpu-out ONLY=cells BUDGET=540 scripts/gpu_checks.sh   # a second call: the cells only

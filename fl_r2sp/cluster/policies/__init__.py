@@ -12,4 +12,9 @@
 The runtime and the virtual-time twin call the same policy objects; the scheme table
 (:mod:`fl_r2sp.cluster.schemes`) names each scheme's record. No torch.distributed, no sleeps,
 no wall-clock reads and no global RNG here (the architecture test checks this folder).
+
+The package only namespaces its modules (import each by its own path); it exports no
+names itself.
 """
+
+__all__: list[str] = []

@@ -24,4 +24,9 @@ Fault behaviour (also in the README, "Cluster mode"):
   others and the run fails naming it;
 * under torchrun (several machines) each node's elastic agent still stops its own ranks when
   one of them fails; a whole node that vanishes is what the survivors see as lost peers.
+
+The package only namespaces its modules (import each by its own path); it exports no
+names itself.
 """
+
+__all__: list[str] = []

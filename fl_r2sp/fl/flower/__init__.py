@@ -15,4 +15,9 @@ Dependencies point one way: this package imports ``server``, ``clients``,
 ``strategies`` and the layers below them; nothing else in ``fl_r2sp`` imports
 it (the strategies' lazy re-export aside). The package itself imports
 nothing, so the ClientApp's partition query does not pay for torch.
+
+The package only namespaces its modules (import each by its own path); it exports no
+names itself.
 """
+
+__all__: list[str] = []

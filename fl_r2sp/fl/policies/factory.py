@@ -40,6 +40,12 @@ def make_policy(
     known_outliers : frozenset of int, default empty
         Ground-truth outlier ids (blacklist precision/recall).
 
+    Returns
+    -------
+    Policy
+        A new policy of the scheme's class (the registry row's ``build``), with the knobs
+        of ``cfg.scheme_params()``.
+
     Raises
     ------
     ValueError

@@ -4,17 +4,18 @@ A :class:`GroupScorer` holds the outlier knobs (:class:`~fl_r2sp.fl.policies.par
 and the :class:`~fl_r2sp.fl.policies.outliers.OutlierFilter`. After a group applies, it scores
 the collected deltas against the group's reference delta
 (:mod:`fl_r2sp.fl.policies.scoring`), with the cut of the rule
-(:mod:`fl_r2sp.fl.policies.outlier_rules`: β, or the round's robust cut); optionally it scores
-stragglers against the group's last reference and cut. Each score yields a ``client_score`` row
-and, when the filter bans the client, a ``blacklist`` row followed by whatever the policy's
-``shrink`` callback returns (the group's bookkeeping stays in
-:class:`~fl_r2sp.fl.policies.flr2sp.FLR2SPPolicy`). Under the relative rule it also applies the
-cap and judges probation updates (a ``probation`` row each).
+(:class:`~fl_r2sp.fl.policies.outlier_rules.OutlierRule`: β, or the round's robust cut);
+optionally it scores stragglers against the group's last reference and cut. Each score yields
+a ``client_score`` row and, when the filter bans the client, a ``blacklist`` row followed by
+whatever the policy's ``shrink`` callback returns (the group's bookkeeping stays in
+:class:`~fl_r2sp.fl.policies.flr2sp.FLR2SPPolicy`). Where the rule has one (the relative
+rule), it also applies the cap and judges probation updates (a ``probation`` row each).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Container
+from functools import cached_property
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from fl_r2sp.fl.policies.aggregation import AggregationKind, coefficients
 from fl_r2sp.fl.policies.base import Decision, Record, Update
 from fl_r2sp.fl.policies.flr2sp_records import blacklist_record
 from fl_r2sp.fl.policies.groups import GroupState
-from fl_r2sp.fl.policies.outlier_rules import blacklist_allowance, robust_cut
+from fl_r2sp.fl.policies.outlier_rules import OutlierRule, outlier_rule
 from fl_r2sp.fl.policies.outliers import OutlierFilter, cosine
 from fl_r2sp.fl.policies.params import OutlierParams
 from fl_r2sp.fl.policies.reference_scores import reference_cosines, score_field
@@ -66,12 +67,20 @@ class GroupScorer:
         self.all_references = bool(params.all_references)
         self.aggregation: AggregationKind = aggregation
         self.fraction = float(fraction)
-        self.relative = params.rule == "relative"
         #: Group rounds between a ban (or a failed probation) and the next probation job.
-        self.probation = int(params.probation) if self.relative else 0
+        self.probation = self.rule.probation
         self.filter = OutlierFilter(params, known_outliers)
         self._cuts: dict[int, float] = {}  # group -> cut of its latest scored round
         self._since: dict[int, int] = {}  # blacklisted client -> group round of its ban/probe
+
+    @cached_property
+    def rule(self) -> OutlierRule:
+        """The outlier rule of :attr:`params` (``params.rule`` with its knobs).
+
+        Built on first use rather than in ``__init__``, so a checkpoint saved before the
+        scorer held its rule as an object (it held a ``relative`` flag) resumes with it.
+        """
+        return outlier_rule(self.params.rule, self.params)
 
     def score_round(
         self,
@@ -115,11 +124,12 @@ class GroupScorer:
         """Score a straggler against the group's last reference (when enabled and known).
 
         A straggler of a warm-up round is not scored: the warm-up leaves whole rounds unscored;
-        nor is one under the relative rule before its group has a scored round (no cut yet).
+        nor is one under a rule with cuts per round before its group has a scored round (no
+        cut yet).
         """
         if not self.stragglers or group.last_reference is None or update.tag < self.warmup:
             return []
-        if self.relative and group.gid not in self._cuts:
+        if self.rule.cuts_per_round and group.gid not in self._cuts:
             return []
         delta = np.asarray(update.weights, np.float64) - np.asarray(sent, np.float64)
         score = cosine(delta, group.last_reference)
@@ -137,9 +147,10 @@ class GroupScorer:
     ) -> list[Decision]:
         """Feed one score to the filter: a ``client_score`` row, a ``blacklist`` row if banned.
 
-        The cut is the group's latest (relative rule; the row's ``cut`` field) or β.
+        The cut is the group's latest (a rule with cuts per round; the row's ``cut`` field),
+        or β (None: the other rules keep no cuts).
         """
-        cut = self._cuts.get(group.gid) if self.relative else None
+        cut = self._cuts.get(group.gid)
         banned = self.filter.observe(cid, score, now, cut, self._may_ban(group))
         row = {
             "t": now,
@@ -149,7 +160,7 @@ class GroupScorer:
             "cosine": score,
             "streak": self.filter.streak(cid),
             "straggler": straggler,
-            **({"cut": cut} if self.relative else {}),
+            **({"cut": cut} if self.rule.cuts_per_round else {}),
             **{score_field(k): v for k, v in (every or {}).items()},
         }
         out: list[Decision] = [Record("client_score", row)]
@@ -197,13 +208,14 @@ class GroupScorer:
         return due
 
     def _round_cut(self, group: GroupState, scores: list[float]) -> None:
-        """Keep the relative rule's cut of this group round (its stragglers use it too)."""
-        if self.relative:
-            self._cuts[group.gid] = robust_cut(scores, self.params.mad_k, self.params.mad_floor)
+        """Keep the rule's cut of this group round, if it has one (its stragglers use it too)."""
+        cut = self.rule.round_cut(scores)
+        if cut is not None:
+            self._cuts[group.gid] = cut
 
     def _may_ban(self, group: GroupState) -> bool:
-        """Whether the cap leaves room for one more ban in ``group`` (always, but relative)."""
-        if not self.relative:
+        """Whether the rule's cap leaves room for one more ban in ``group`` (always without one)."""
+        allowed = self.rule.allowance(len(group.members), self.fraction)
+        if allowed is None:
             return True
-        allowed = blacklist_allowance(len(group.members), self.fraction, self.params.cap)
         return len(self.filter.blacklisted.intersection(group.members)) < allowed

@@ -5,7 +5,7 @@ the global model's change since its group started) scores a low cosine
 similarity. A low score in ``rounds`` (3) *consecutive scored rounds*
 blacklists it: it gets no more training jobs. Under the paper's rule a score
 is low below ``threshold`` (β = 0.5); other rules hand each score its own cut
-(:mod:`fl_r2sp.fl.policies.outlier_rules`). Any score that is not low resets
+(:class:`~fl_r2sp.fl.policies.outlier_rules.OutlierRule`). Any score that is not low resets
 the streak; rounds in which a client is not scored leave it unchanged.
 Precision and recall of the blacklist are measured against the partition's
 known outlier ids, which the ``oracle`` rule blacklists from the start.
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fl_r2sp.fl.policies.outlier_rules import OutlierRuleKind
+from fl_r2sp.fl.policies.outlier_rules import OutlierRule, outlier_rule
 from fl_r2sp.fl.policies.params import OutlierParams
 
 
@@ -51,8 +51,9 @@ class OutlierFilter:
     params : OutlierParams, default OutlierParams()
         ``cosine_threshold`` (β: by default a score strictly below it is a low,
         outlier-like round), ``rounds`` (consecutive low scored rounds that
-        blacklist a client), ``rule`` (``oracle``: scores never blacklist, see
-        :meth:`exclude_known`) and ``enabled`` (when False, scores are still
+        blacklist a client), ``rule`` (whether streaks blacklist, and whom it excludes at
+        the start, see :meth:`exclude_known`; ``oracle``: the known outliers, and scores
+        never blacklist) and ``enabled`` (when False, scores are still
         tracked for the logs but nobody is blacklisted) are read.
     known_outliers : frozenset of int, default empty
         Ground-truth outlier ids, only used for :meth:`precision` / :meth:`recall`.
@@ -68,7 +69,7 @@ class OutlierFilter:
         self.rounds = int(params.rounds)
         self.known_outliers = frozenset(int(c) for c in known_outliers)
         self.enabled = bool(params.enabled)
-        self.rule: OutlierRuleKind = params.rule
+        self.rule = outlier_rule(params.rule, params)
         self.blacklisted: set[int] = set()
         #: Time at which each blacklisted client was blacklisted.
         self.blacklist_times: dict[int, float] = {}
@@ -78,6 +79,25 @@ class OutlierFilter:
         self.num_capped = 0
         #: Clients taken back after agreeing again on probation.
         self.num_readmitted = 0
+
+    @property
+    def rule(self) -> OutlierRule:
+        """The outlier rule in force (``params.rule`` with its knobs).
+
+        A checkpoint saved while the filter held the rule's name (a str) resumes with the
+        rule of that name and default knobs: the filter reads none of the knobs (only
+        :attr:`~fl_r2sp.fl.policies.outlier_rules.OutlierRule.streaks_ban`,
+        :meth:`~fl_r2sp.fl.policies.outlier_rules.OutlierRule.excluded_at_start` and the
+        name), so its decisions are those of the run that saved it.
+        """
+        held: OutlierRule | str = self.__dict__["rule"]
+        if isinstance(held, str):
+            held = self.__dict__["rule"] = outlier_rule(held, OutlierParams())
+        return held
+
+    @rule.setter
+    def rule(self, rule: OutlierRule) -> None:
+        self.__dict__["rule"] = rule
 
     def streak(self, cid: int) -> int:
         """Current number of consecutive low scores of ``cid``."""
@@ -113,7 +133,7 @@ class OutlierFilter:
             self._streak[cid] = 0
             return False
         self._streak[cid] = self._streak.get(cid, 0) + 1
-        if not self.enabled or self.rule == "oracle" or self._streak[cid] < self.rounds:
+        if not self.enabled or not self.rule.streaks_ban or self._streak[cid] < self.rounds:
             return False
         if not may_ban:
             self.num_capped += 1
@@ -122,14 +142,14 @@ class OutlierFilter:
         return True
 
     def exclude_known(self, clients: Iterable[int], now: float) -> list[int]:
-        """``oracle`` rule, at the start: blacklist the known outliers among ``clients``.
+        """At the start: blacklist those of ``clients`` the rule excludes before any score.
 
         Returns the ids blacklisted (sorted); none unless the filter is enabled and its
-        rule is ``oracle``.
+        rule excludes some (``oracle``: the known outliers among ``clients``).
         """
-        if not self.enabled or self.rule != "oracle":
+        if not self.enabled:
             return []
-        banned = sorted(set(clients) & self.known_outliers)
+        banned = self.rule.excluded_at_start(clients, self.known_outliers)
         for cid in banned:
             self._ban(cid, now)
         return banned
@@ -166,7 +186,7 @@ class OutlierFilter:
 
         return {
             "outlier_filter": self.enabled,
-            "outlier_rule": self.rule,
+            "outlier_rule": self.rule.name,
             "blacklisted": sorted(self.blacklisted),
             "num_blacklisted": len(self.blacklisted),
             "known_outliers": sorted(self.known_outliers),

@@ -117,10 +117,11 @@ class OutlierParams:
     Attributes
     ----------
     enabled : bool, default False
-        Blacklist clients (scores are computed and logged either way). Off by issue 19's
-        measurement: no rule met the default's criterion on the laptop CIFAR-10 partitions and
-        the main job's (digits) together; ``relative`` met it on CIFAR-10 but lost accuracy on
-        the main job (``docs/paper-notes.md`` §2.7).
+        Blacklist clients (scores are computed and logged either way). Off as the filter
+        rules' measurement found (``experiments/flr2sp/filter_rules.py``): no rule met the
+        default's criterion on the laptop CIFAR-10 partitions and the main job's (digits)
+        together; ``relative`` met it on CIFAR-10 but lost accuracy on the main job
+        (``docs/paper-notes.md`` §2.7).
     cosine_threshold : float, default 0.5
         β in [-1, 1]: a score below it counts as an outlier round.
     rounds : int, default 3

@@ -243,10 +243,11 @@ def test_stragglers_of_warmup_rounds_are_not_scored() -> None:
 
 
 def test_the_default_is_the_filter_off_with_the_relative_rule_when_on() -> None:
-    # Issue 19: no rule met the default's criterion on the laptop CIFAR-10 partitions and the
-    # main job's together, 3 seeds (docs/paper-notes.md §2.7), so the filter is off; switched
-    # on, it uses `relative`, the best rule measured. OutlierParams holds the default;
-    # RunConfig and pyproject.toml repeat it (tests/fl/test_config.py checks every key agrees).
+    # Measured (experiments/flr2sp/filter_rules.py): no rule met the default's criterion on
+    # the laptop CIFAR-10 partitions and the main job's together, 3 seeds
+    # (docs/paper-notes.md §2.7), so the filter is off; switched on, it uses `relative`, the
+    # best rule measured. OutlierParams holds the default; RunConfig and pyproject.toml
+    # repeat it (tests/fl/test_config.py checks every key agrees).
     assert not OutlierParams().enabled and OutlierParams().rule == "relative"
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
     for keys in (RunConfig().to_run_config(), declared["config"]):

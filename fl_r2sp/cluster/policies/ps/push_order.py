@@ -5,7 +5,7 @@ order: a worker whose iteration runs long (a loaded core, a slow transfer) is ov
 workers permitted after it, each of which may push once more before the turn comes back to
 it. Applied in arrival order, the update of a worker permitted at position i can then meet the
 updates of the N − 1 permissions before i *and* of up to N − 1 permissions after i, so its
-staleness reaches 2(N − 1) (issue 20 measured 4–6 with N = 4; the paper's bound is N − 1).
+staleness reaches 2(N − 1) (runs with N = 4 measured 4–6; the paper's bound is N − 1).
 
 Applied in permission order, a push waits until the pushes of every earlier permission are
 applied, so the only updates applied between a worker's pull (right after its permission) and

@@ -81,7 +81,7 @@ def test_dssync_with_one_group_equals_allreduce_bsp(tmp_path: Path) -> None:
     got = _final(ds.summary)
     rows = _rows(ds.summary)  # type: ignore[arg-type]
     assert {r["group"] for r in rows} == {"0-1-2"} and len(rows) == 12
-    # the issue-12 runtime's all-reduce BSP on the same data streams
+    # the all-reduce runtime's BSP on the same data streams
     bsp = ReduceRunConfig(base=_base(tmp_path, 3, 4), reduce=ReduceParams("allreduce"))
     ar = _final(run_local(bsp).summary)
     assert (got["model"] - ar["flat"]).abs().max().item() <= TOL
