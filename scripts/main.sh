@@ -10,9 +10,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 if ! .venv/bin/python -c "import fl_r2sp, flwr, torch" 2>/dev/null \
-   || [ pyproject.toml -nt .venv/.installed ]; then
+   || [ pyproject.toml -nt .venv/.installed ] || [ constraints.txt -nt .venv/.installed ]; then
   .venv/bin/pip install --quiet --upgrade pip
-  .venv/bin/pip install --quiet -e ".[test]"
+  .venv/bin/pip install --quiet -c constraints.txt -e ".[test]"
   touch .venv/.installed
 fi
 # A private Flower home (flwr writes config and a local SuperLink database there),

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from fl_r2sp.importpath import is_import_path
+
 from . import cifar, digits, kws
 from .base import ArrayDataset
+from .user import load_user_dataset, user_dataset_info
 
 Split = Literal["train", "test"]
 
@@ -22,17 +25,25 @@ DATASETS: tuple[str, ...] = tuple(_INFO)
 
 def _check_name(name: str) -> None:
     if name not in _INFO:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}")
+        raise ValueError(
+            f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}, or an import "
+            "path 'package.module:factory' (docs/user-code.md)"
+        )
 
 
 def dataset_info(name: str) -> tuple[tuple[int, ...], int]:
     """``(input_shape, num_classes)`` of dataset ``name``, without loading it.
 
+    A user's dataset (an import path, :mod:`fl_r2sp.datasets.user`) is loaded
+    (memoised) to find out.
+
     Raises
     ------
     ValueError
-        If ``name`` is not one of :data:`DATASETS`.
+        If ``name`` is neither one of :data:`DATASETS` nor a usable import path.
     """
+    if is_import_path(name):
+        return user_dataset_info(name)
     _check_name(name)
     return _INFO[name]
 
@@ -48,7 +59,8 @@ def load_dataset(
     Parameters
     ----------
     name : str
-        ``"digits"``, ``"cifar10"``, ``"kws"`` or ``"kws-audio"``.
+        ``"digits"``, ``"cifar10"``, ``"kws"``, ``"kws-audio"``, or a user's import
+        path ``"package.module:factory"`` (contract: :mod:`fl_r2sp.datasets.user`).
     split : {"train", "test"}
         Which split; every dataset has a fixed central test split.
     data_dir : str or Path or None, default None
@@ -60,13 +72,16 @@ def load_dataset(
     Raises
     ------
     ValueError
-        Unknown name or split, or a corrupt data file.
+        Unknown name or split, a corrupt data file, or a user's dataset that breaks the
+        contract (:class:`~fl_r2sp.importpath.ImportPathError`).
     FileNotFoundError
         Data files missing; the message lists the paths searched.
     """
-    _check_name(name)
     if split not in ("train", "test"):
         raise ValueError(f"unknown split {split!r}; use 'train' or 'test'")
+    if is_import_path(name):
+        return load_user_dataset(name, split)
+    _check_name(name)
     if name == "digits":
         return digits.load_digits_split(split)
     if name == "cifar10":

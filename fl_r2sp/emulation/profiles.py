@@ -103,6 +103,23 @@ class Profile:
             ) from None
 
 
+#: The affine fit t = a + b x MACs of the module docstring: a in s, b in s per million MACs.
+FIT_INTERCEPT_S = 0.066
+FIT_SLOPE_S_PER_MMAC = 0.0057
+
+
+def estimated_iteration_seconds(macs_per_sample: float) -> float:
+    """Seconds per local iteration of a model no profile lists (a user's), from its MACs.
+
+    The fit through the CNN and ResNet-20 points that also times cnn-fedavg and mlp
+    (module docstring): ``0.066 + 0.0057 x (macs_per_sample / 1e6)``. An estimate of the
+    paper's EC2 clients, not a measurement of the user's model.
+    """
+    if not macs_per_sample >= 0:
+        raise ValueError(f"macs_per_sample must be >= 0, got {macs_per_sample}")
+    return FIT_INTERCEPT_S + FIT_SLOPE_S_PER_MMAC * macs_per_sample / 1e6
+
+
 PROFILES: Mapping[str, Profile] = MappingProxyType(
     {
         "paper-ec2": Profile(

@@ -39,10 +39,15 @@ from fl_r2sp.fl.policies.params import (
 from fl_r2sp.fl.policies.registry import SCHEMES
 from fl_r2sp.fl.policies.scoring import CosineReferenceKind
 from fl_r2sp.fl.policies.staleness import StalenessKind
+from fl_r2sp.importpath import is_import_path
 
 Clock = Literal["virtual", "wall"]
 Dataset = Literal["digits", "cifar10", "kws", "kws-audio"]
 ModelName = Literal["auto", "mlp", "cnn", "cnn-fedavg", "resnet20", "resnet20-a", "lstm"]
+#: ``dataset`` and ``model`` take a registry name (the two Literals above) or a user's
+#: import path ``package.module:factory`` (contract: docs/user-code.md).
+DatasetSpec = str
+ModelSpec = str
 Partitioner = Literal["paper", "paper-strict", "dirichlet", "iid", "speaker"]
 Executor = Literal["serial", "processes", "batched"]
 ComputeDevice = Literal["auto", "cpu", "cuda"]
@@ -179,10 +184,15 @@ class RunConfig:
         "as a failed job).",
     )
     # --- data and model -------------------------------------------------------
-    dataset: Dataset = _f("digits", "digits (embedded), cifar10, kws or kws-audio.")
+    dataset: DatasetSpec = _f(
+        "digits",
+        "digits (embedded), cifar10, kws, kws-audio, or 'pkg.module:factory' (your own data).",
+    )
     data_dir: str = _f("", "Data dir; '' = $FL_R2SP_DATA, <repo>/data, see datasets/paths.py.")
     download: bool = _f(False, "Allow torchvision to download CIFAR-10 if files are missing.")
-    model: ModelName = _f("auto", "Model; auto = mlp/cnn/lstm by dataset.")
+    model: ModelSpec = _f(
+        "auto", "Model; auto = mlp/cnn/lstm by dataset, or 'pkg.module:factory' (your own)."
+    )
     num_partitions: int = _f(32, "N, number of clients (must match num-supernodes).")
     partitioner: Partitioner = _f(
         "paper",
@@ -417,5 +427,16 @@ class RunConfig:
             "not one of " + ", ".join(map(repr, SCHEMES)),
         )
         self._check_choices()
+        for key, value, alias in (
+            ("dataset", self.dataset, Dataset),
+            ("model", self.model, ModelName),
+        ):
+            _check(
+                value in get_args(alias) or is_import_path(value),
+                key,
+                value,
+                f"not one of {', '.join(map(repr, get_args(alias)))} nor an import path "
+                "'package.module:factory' (docs/user-code.md)",
+            )
         self.scheme_params()  # the records validate the scheme knobs (one place)
         check_values(self.to_run_config(), self.groups)  # ranges, in a fixed order (one place)

@@ -9,10 +9,13 @@ from functools import partial
 import torch
 from torch import nn
 
+from fl_r2sp.importpath import is_import_path
+
 from .cnn import FedAvgCNN, LeNetCNN
 from .lstm import KwsLSTM
 from .mlp import DigitsMLP
 from .resnet import resnet20
+from .user import build_user_model
 
 #: Datasets each input kind comes from (the names of ``fl_r2sp.fl.config.Dataset``).
 _IMAGES = frozenset({"cifar10"})
@@ -82,7 +85,10 @@ MODELS: dict[str, ModelSpec] = {
 def _spec(name: str) -> ModelSpec:
     if name not in MODELS:
         hint = " (resolve 'auto' with resolve_model_name first)" if name == "auto" else ""
-        raise ValueError(f"unknown model {name!r}{hint}; choose one of {sorted(MODELS)}")
+        raise ValueError(
+            f"unknown model {name!r}{hint}; choose one of {sorted(MODELS)} or an import path "
+            "'package.module:factory' (docs/user-code.md)"
+        )
     return MODELS[name]
 
 
@@ -92,22 +98,34 @@ def resolve_model_name(model: str, dataset: str) -> str:
     Parameters
     ----------
     model : str
-        A registry name or ``"auto"`` (digits -> mlp, cifar10 -> cnn,
-        kws / kws-audio -> lstm).
+        A registry name, ``"auto"`` (digits -> mlp, cifar10 -> cnn,
+        kws / kws-audio -> lstm), or a user's import path ``"package.module:factory"``
+        (returned as is; :mod:`fl_r2sp.models.user` checks it against the data).
     dataset : str
-        One of ``digits``, ``cifar10``, ``kws``, ``kws-audio``.
+        One of ``digits``, ``cifar10``, ``kws``, ``kws-audio``, or a user's import path.
 
     Returns
     -------
     str
-        The registry name.
+        The registry name or the model's import path.
 
     Raises
     ------
     ValueError
-        Unknown dataset or model, or a model whose input shape the dataset
-        does not produce (e.g. ``lstm`` on ``cifar10``).
+        Unknown dataset or model, a model whose input shape the dataset
+        does not produce (e.g. ``lstm`` on ``cifar10``), or ``auto`` with a
+        user's dataset (there is no default model for it).
     """
+    if is_import_path(model):
+        return model
+    if is_import_path(dataset):
+        if model == "auto":
+            raise ValueError(
+                f"model='auto' has no default for the user dataset {dataset!r}: set model to "
+                f"one of {sorted(MODELS)} or to an import path 'package.module:factory'"
+            )
+        _spec(model)  # a registry model on user data: the start check runs a forward pass
+        return model
     if dataset not in AUTO_MODEL:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of {sorted(AUTO_MODEL)}")
     if model == "auto":
@@ -128,7 +146,8 @@ def build_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
     Parameters
     ----------
     name : str
-        Registry name (see ``MODELS``); ``"auto"`` is not accepted here.
+        Registry name (see ``MODELS``) or a user's import path (contract:
+        :mod:`fl_r2sp.models.user`); ``"auto"`` is not accepted here.
     num_classes : int, default 10
         Number of output logits.
     seed : int, default 0
@@ -139,9 +158,11 @@ def build_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
     torch.nn.Module
         The model in training mode, float32, on the CPU.
     """
-    spec = _spec(name)
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+    if is_import_path(name):
+        return build_user_model(name, num_classes, seed)
+    spec = _spec(name)
     # torch's layer initialisers draw from the global generator; fork_rng saves
     # and restores it, so construction is seeded without touching the caller's RNG.
     with torch.random.fork_rng(devices=[]):

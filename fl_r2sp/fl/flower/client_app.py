@@ -12,6 +12,11 @@
 
 Any exception becomes a Flower error reply (the server frees the node); the
 run goes on.
+
+``model`` and ``dataset`` may name the user's own code by import path
+(``"my_pkg.nets:build"``, docs/user-code.md): each ClientApp process imports it when it
+builds its runtime, so the package must be importable on every node (installed, or in the
+app's folder). The ServerApp checks the contract before any node is asked to train.
 """
 
 from __future__ import annotations

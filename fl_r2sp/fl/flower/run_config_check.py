@@ -9,7 +9,8 @@ config Flower hands it, for runs submitted by hand. A failure raises ``ValueErro
 the key: an unknown key with the closest accepted one and the list of accepted keys, a value
 of the wrong type with the expected type, a value outside its choices with the choices, and
 the spec keys (``attack``, ``delay``, ``dropout``, ``device``, ``network``) parsed as the
-clients and the emulation will parse them, and a ``node-manifest`` read.
+clients and the emulation will parse them, a ``node-manifest`` read, and a user's ``model`` /
+``dataset`` import path resolved and checked against its contract (:mod:`fl_r2sp.fl.user_code`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fl_r2sp.emulation.profiles import get_profile
 from fl_r2sp.fl.clients.attacks import parse_attack
 from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.flower.node_manifest import read_manifest
+from fl_r2sp.fl.user_code import check_user_code
 
 #: Spec keys and the parser that must accept their value (the one the run will use).
 _SPECS: dict[str, Callable[[str], object]] = {
@@ -92,6 +94,7 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
             raise ValueError(text) from None
     if cfg.node_manifest:
         read_manifest(cfg.node_manifest)  # its errors name the key and the file
+    check_user_code(cfg)  # a user's model / dataset import path, against its contract
     return cfg
 
 

@@ -39,7 +39,10 @@ INTERRUPTED = (
 
 def default_run_name(cfg: RunConfig) -> str:
     """``strategy-dataset-s<seed>-<YYYYmmdd-HHMMSS>`` (local time of the call)."""
-    return f"{cfg.strategy}-{cfg.dataset}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    # A user's dataset is an import path: its factory's name stands in ('pkg.data:load' ->
+    # 'load'), keeping ':' and '.' out of folder names.
+    data = cfg.dataset.rpartition(":")[2]
+    return f"{cfg.strategy}-{data}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def write_run_dir(

@@ -43,6 +43,7 @@ from fl_r2sp.fl.server.run_output import RunOutput
 from fl_r2sp.fl.server.transport import Transport
 from fl_r2sp.fl.server.virtual_loop import VirtualLoop
 from fl_r2sp.fl.server.wall_loop import WallLoop
+from fl_r2sp.fl.user_code import check_user_code
 
 log = logging.getLogger("fl_r2sp")
 
@@ -78,6 +79,10 @@ def run(
 
     Raises
     ------
+    ValueError
+        Before anything runs: an invalid config, or a user's ``model`` / ``dataset`` import
+        path that breaks its contract (:class:`~fl_r2sp.importpath.ImportPathError`, naming
+        the path and what was wrong; :mod:`fl_r2sp.fl.user_code`).
     RunFailed
         After the run directory is written, if the final model is non-finite,
         more than ``max-lost-share`` of the clients were lost
@@ -91,6 +96,7 @@ def run(
     from fl_r2sp.fl.server.evaluation import CentralEvaluator, initial_weights
 
     cfg = _effective(cfg)
+    check_user_code(cfg)  # a user's model / dataset path: its contract, before anything runs
     saved = load_checkpoint(cfg) if cfg.resume_from else None  # fails before any training
     # Loading here fails early (before any training) on missing data files.
     outliers = frozenset() if cfg.timing_only else frozenset(data_for(cfg).partition.outlier_ids)
