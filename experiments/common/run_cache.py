@@ -256,7 +256,11 @@ def cached_run(
     runs = args.out / "_runs"
     key = provenance.run_key(ckey, provenance.code_version())
     path = runs / f"{label}-s{seed}-{key}.json"
-    found = path if _usable(path, family) else None
+    # A run of the same code under an older name of its version (a pure move of files) is a
+    # run of the current code (:mod:`experiments.common.same_code`).
+    same = (runs / f"{label}-s{seed}-{provenance.run_key(ckey, v)}.json" for v in
+            provenance.current_versions())  # fmt: skip
+    found = next((p for p in same if _usable(p, family)), None)
     if found is None and args.reuse == "any":
         older = provenance.older_run(runs, label, seed, ckey, config_key)
         found = older if older is not None and _usable(older, family) else None

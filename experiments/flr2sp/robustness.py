@@ -142,11 +142,14 @@ def run_cell(args: Args, seed: int, attack: str, count: int, option: str) -> dic
 
     cfg = config(args.scale, seed, attack, count, option)
     label = f"{option}-{attack}-{count}".replace("(", "").replace(")", "")
-    key = provenance.run_key(config_key(cfg), provenance.code_version())
-    path = args.item_dir / "_runs" / f"{label}-s{seed}-{key}.json"
+    runs = args.item_dir / "_runs"
+    ckey = config_key(cfg)
+    path = runs / f"{label}-s{seed}-{provenance.run_key(ckey, provenance.code_version())}.json"
     head = dict(attack=attack, attackers_n=count, option=option, seed=seed)
-    if path.exists():
-        return {**head, **json.loads(path.read_text())}
+    for version in provenance.current_versions():  # the current code under any of its names
+        done = runs / f"{label}-s{seed}-{provenance.run_key(ckey, version)}.json"
+        if done.exists():
+            return {**head, **json.loads(done.read_text())}
     started = time.perf_counter()
     try:
         out, failure = run(cfg, write=False, progress=False), None
