@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +29,11 @@ from experiments.flr2sp.fig15 import SCHEMES
 __all__ = ["main", "pilot"]
 
 
+def _cpu_s() -> float:
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def pilot(scale: str, scheme: str, seed: int, how: dict[str, Any]) -> dict[str, Any]:
     """Run ``scheme`` (a :data:`~experiments.flr2sp.fig15.SCHEMES` name) once at ``scale``;
     return the sizing figures (no accuracy)."""
@@ -35,6 +42,7 @@ def pilot(scale: str, scheme: str, seed: int, how: dict[str, Any]) -> dict[str, 
     diff = dict(SCHEMES[scheme])
     cfg = build_config("training", scale, seed, **how, **diff)
     started = time.perf_counter()
+    cpu0 = _cpu_s()
     out = run(cfg, write=False, progress=False)
     s = out.summary
     at = s.get("converged_at")
@@ -53,6 +61,10 @@ def pilot(scale: str, scheme: str, seed: int, how: dict[str, Any]) -> dict[str, 
         "converged_at_s": at,
         "virtual_s": s.get("final_time"),
         "wall_s": round(time.perf_counter() - started, 1),
+        # CPU seconds of this process and its finished workers: what the run costs on a
+        # machine shared with other jobs, where the wall time says little.
+        "cpu_s": round(_cpu_s() - cpu0, 1),
+        "load_avg": os.getloadavg()[0],
         "how": how,
     }
 
