@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.common import execution, provenance
+from experiments.common import eta, execution, provenance
 from experiments.common.conf import (
     DATASET_OF,
     DEFAULT_SEEDS,
@@ -268,8 +268,8 @@ def cached_run(
         rec = json.loads(found.read_text())
         provenance.note_used(rec)
         say(
-            f"{args.item}: {label} seed {seed}: cached ({found.name}, code "
-            f"{rec.get('code_version', provenance.UNVERSIONED)})"
+            f"{args.item}: {eta.count() if not cached_only else ''} {label} seed {seed}: cached "
+            f"({found.name}, code {rec.get('code_version', provenance.UNVERSIONED)})"
         )
         return rec
     if cached_only:
@@ -316,7 +316,8 @@ def cached_run(
     provenance.note_used(rec)
     # Atomic: an interrupted run leaves no half-written result, and no record without its files.
     atomic_write_bytes(path, json.dumps(rec, default=_plain).encode())
-    say(f"{args.item}: {label} seed {seed}: done in {time.perf_counter() - started:.0f} s")
+    took = time.perf_counter() - started
+    say(f"{args.item}: {eta.count(took)} {label} seed {seed}: done in {took:.0f} s")
     return rec
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.common import eta
 from experiments.common.run_cache import aggregate, finish, models, parse_args, say
 from experiments.flr2sp.runs import training
 
@@ -124,6 +125,7 @@ def filter_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main(argv=None) -> None:
     args = parse_args("fig15", __doc__, argv)
     rows, missing = [], []
+    eta.plan(len(models(args, "training")) * len(args.seeds) * len(SCHEMES))
     for model in models(args, "training"):
         histories: dict[str, list[list[dict]]] = {}
         for seed in args.seeds:

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.common import provenance
+from experiments.common import eta, provenance
 from experiments.common.conf import PAPER_FILTER
 from experiments.common.run_cache import (
     Args,
@@ -149,6 +149,7 @@ def run_cell(args: Args, seed: int, attack: str, count: int, option: str) -> dic
     for version in provenance.current_versions():  # the current code under any of its names
         done = runs / f"{label}-s{seed}-{provenance.run_key(ckey, version)}.json"
         if done.exists():
+            say(f"robustness: {eta.count()} {label} seed {seed}: cached")
             return {**head, **json.loads(done.read_text())}
     started = time.perf_counter()
     try:
@@ -158,10 +159,11 @@ def run_cell(args: Args, seed: int, attack: str, count: int, option: str) -> dic
     row = outcome(cfg, out, failure)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, json.dumps(row).encode())
+    took = time.perf_counter() - started
     say(
-        f"robustness: {label} seed {seed}: acc {row['final_accuracy']:.3f}, rejected "
-        f"{row['rejected']}, false blacklisted {row['false_blacklisted']}"
-        f"{', FAILED: ' + failure if failure else ''} ({time.perf_counter() - started:.1f} s)"
+        f"robustness: {eta.count(took)} {label} seed {seed}: acc {row['final_accuracy']:.3f}, "
+        f"rejected {row['rejected']}, false blacklisted {row['false_blacklisted']}"
+        f"{', FAILED: ' + failure if failure else ''} ({took:.1f} s)"
     )
     return {**head, **row}
 
@@ -193,6 +195,8 @@ def table_md(table: Sequence[Mapping[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args("robustness", __doc__, argv)
+    cells = len(scenarios(SIZES[args.scale]["num_partitions"])) * len(OPTIONS)
+    eta.plan(cells * len(args.seeds))
     rows = [
         run_cell(args, seed, attack, count, option)
         for attack, count in scenarios(SIZES[args.scale]["num_partitions"])
