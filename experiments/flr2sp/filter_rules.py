@@ -189,7 +189,7 @@ def verdicts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             runs = [r for r in rows if r["case"] == case and r["partition"] == part]
             fewest = len(mine) if fewest is None else min(fewest, len(mine))
             why += [
-                f"{part} seed {g['seed']}: {g['gain']:+.3f} accuracy"
+                f"{part} seed {g['seed']}: {g['gain'] * 100:+.2f} points"
                 for g in mine
                 if g["gain"] < MIN_GAIN
             ]

@@ -14,6 +14,10 @@ test checks it).
 
 from __future__ import annotations
 
+import csv
+import re
+from pathlib import Path
+
 from experiments.common.conf import MAIN_JOB
 from experiments.flr2sp.filter_rules import (
     DEFAULT_OVER,
@@ -88,6 +92,31 @@ def sec_filter_rules(d: Summary) -> list[str]:
         "",
         *table(["candidate rule", "verdict", "fewest paired seeds", "failing seeds"], verdict),
     ]
+
+
+#: A failing pair as the filter-rules item states it: ``<partition> seed <s>: <gain> accuracy``.
+_PAIR = re.compile(r"^(?P<part>\S+) seed (?P<seed>\d+): [+-]\d+\.\d+ accuracy$")
+
+
+def gains_in_points(d: Summary, runs_csv: Path) -> Summary:
+    """``d`` with each failing pair of its verdicts restated in points from the runs'
+    accuracies (``runs.csv``): older records state the gain as an accuracy with three
+    decimals, which prints a loss of a fiftieth of a point as a negative zero."""
+    with runs_csv.open() as fh:
+        acc = {
+            (r["case"], r["partition"], r["seed"]): r["final_accuracy"] for r in csv.DictReader(fh)
+        }
+
+    def restated(case: str, why: str) -> str:
+        m = _PAIR.match(why)
+        on = acc.get((case, m["part"], m["seed"])) if m else None
+        off = acc.get(("off", m["part"], m["seed"])) if m else None
+        if m is None or not on or not off:
+            return why
+        return f"{m['part']} seed {m['seed']}: {(float(on) - float(off)) * 100:+.2f} points"
+
+    verdict = [{**v, "why": [restated(v["case"], w) for w in v["why"]]} for v in d["verdicts"]]
+    return {**d, "verdicts": verdict}
 
 
 def _engine(chosen: str) -> str:

@@ -16,8 +16,8 @@ from experiments.common import provenance
 from experiments.common.conf import MAIN_JOB, TRAINING
 from experiments.flr2sp import paper
 from experiments.flr2sp.filter_rules import CONFIRMING, record_item
-from experiments.flr2sp.previous_report import comparison_lines
 from experiments.flr2sp.report.filter_help import (
+    gains_in_points,
     note_filter_rules,
     note_main_job,
     note_mid,
@@ -149,14 +149,20 @@ def recorded(out: Path, item: str) -> bool:
 def load_summary(out: Path, item: str, name: str = "summary.json") -> Summary | None:
     """``<out>/<item>/<name>`` parsed, or None when the item has not run."""
     path = out / item / name
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    d: Summary = json.loads(path.read_text())
+    runs = out / item / "runs.csv"
+    if "verdicts" in d and runs.exists():  # the filter-rules items
+        d = gains_in_points(d, runs)
+    return d
 
 
 def item_lines(
     out: Path, keep: Path, item: str, summaries: dict[str, Summary], report_dir: Path
 ) -> list[str]:
-    """One item's section: provenance, table, kept figures (copied to ``keep``) and reading;
-    ``report_dir`` holds the previous report's quoted tables."""
+    """One item's section: provenance, table, kept figures (copied to ``keep``) and reading
+    (``report_dir``: the folder of the published files, unused by the FL items)."""
     title, section, note = SECTIONS[item]
     lines = [f"## {title}", ""]
     d = summaries.get(item)
@@ -181,8 +187,6 @@ def item_lines(
     ]
     lines += section(d) + [""]
     lines += missing_lines(item, d)
-    previous = comparison_lines(item, d, report_dir)
-    lines += previous + ([""] if previous else [])
     for name in [f"{item}.csv"] + KEEP.get(item, []):
         src = out / item / ("summary.csv" if name.endswith(".csv") else name)
         if src.exists():

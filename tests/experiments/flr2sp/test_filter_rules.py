@@ -92,7 +92,7 @@ def test_two_seeds_are_too_few_and_one_losing_seed_fails():
     rows[1] = _run("relative", "paper", 0, 0.499)  # seed 0 below filter off by 0.001
     verdict = {v["case"]: v for v in fr.verdicts(rows)}
     assert verdict["relative"]["status"] == "fails"
-    assert verdict["relative"]["why"] == ["paper seed 0: -0.001 accuracy"]
+    assert verdict["relative"]["why"] == ["paper seed 0: -0.10 points"]
     assert fr.chosen_default(_gains(rows), fr.verdicts(rows)) == "paper"
 
 
@@ -245,7 +245,7 @@ def test_joint_verdict_needs_every_seed_of_the_main_job_too():
     verdict, default = fr.joint_default(records)
     relative = next(v for v in verdict if v["case"] == "relative")
     assert relative["status"] == "fails"
-    assert relative["why"] == ["main-job paper seed 0: -0.001 accuracy"]
+    assert relative["why"] == ["main-job paper seed 0: -0.10 points"]
     assert default == "paper"  # meets on both
     # On the laptop alone relative (gain 0.01, the mean tie broken by order) was a winner.
     assert fr.verdicts(laptop)[1]["status"] == "meets"
