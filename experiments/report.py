@@ -64,7 +64,7 @@ def build(out: Path, dest: Path) -> str:
         "",
         *scale_text(),
         *flr2sp_lines(out, keep, published),
-        # Issue 10's executor figures: parsed once from the GPU checks' logs into report/.
+        # The executor figures: parsed once from the GPU checks' logs into report/.
         *executor_lines(published),
         # The cluster items are published with their figures under report/ (committed), not
         # cached under --out: their sections read those files.

@@ -32,9 +32,9 @@ DATASET_OF = MappingProxyType(
 )
 
 
-#: The paper's outlier filter (cosine < β for 3 rounds), pinned in both families: since issue 19
-#: the engine's default is the filter off with ``relative`` as its rule when on
-#: (``docs/paper-notes.md`` §2.7), and an item that
+#: The paper's outlier filter (cosine < β for 3 rounds), pinned in both families: since the
+#: filter-rules study the engine's default is the filter off with ``relative`` as its rule when
+#: on (``docs/paper-notes.md`` §2.7), and an item that
 #: reproduces the paper must keep running the paper's rule, with the configuration (and the
 #: cached runs' configurations) it had. Items comparing without the filter say
 #: ``outlier_filter=False``; the rule stays ``paper`` there too, so its logged streaks are the
@@ -172,7 +172,7 @@ def round_units(
 
 #: The main job (``flwr run .`` with the app's defaults) as a training setting beside the
 #: scales: not a ``--scale`` of every item, only of the items that compare against what users
-#: run (the filter-rules item, issue 19). Its values are :func:`main_job_settings`'.
+#: run (the filter-rules item). Its values are :func:`main_job_settings`'.
 MAIN_JOB = "main-job"
 
 

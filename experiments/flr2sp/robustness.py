@@ -1,4 +1,4 @@
-"""Hostile clients against the group aggregate: accuracy and false blacklisting (issue 14).
+"""Hostile clients against the group aggregate: accuracy and false blacklisting.
 
 Attackers are a client-side run-config knob (``attack``, ``fl_r2sp/fl/clients/attacks.py``),
 the same in-process and under Flower: ``sign-flip`` (delta negated), ``scale(1000)`` (delta

@@ -1,4 +1,4 @@
-"""The section of REPORT.md on making the outlier filter help (issue nineteen's item).
+"""The section of REPORT.md on making the outlier filter help (the filter-rules item).
 
 Its tables (:func:`sec_filter_rules`): per partition and case the seeds that ran, the final
 accuracy, the paired gain over the filter switched off, honest clients blacklisted, recall,
@@ -220,7 +220,7 @@ def note_mid(d: Summary, summaries: dict[str, Summary]) -> str:
     status, absent = confirmation(d["verdicts"], d.get("gains", []), default)
     over = " and ".join(f"`{s}`" for s in DEFAULT_OVER)
     text = (
-        "The issue's mid-scale CPU setting, between the laptop scale and the paper's (the same "
+        "The mid-scale CPU setting, between the laptop scale and the paper's (the same "
         "CNN, cases, partitions and verdict rule). It does not choose the default: it confirms "
         f"or contradicts the one chosen over {over}. "
     )
