@@ -1,7 +1,7 @@
 """Fig. 15: final test accuracy of every scheme, with and without the outlier filter.
 
 Schemes: BSP, BSP without the filter, ASP, FL-R²SP, FL-R²SP without the
-filter, and FedBuff (added; not in the paper). Real training with 25%
+filter, and FedAsync and FedBuff (added; not in the paper). Real training with 25%
 outlier clients (Dirichlet alpha 0.1, others alpha 10). Each run stops when
 the test accuracy stagnates for 10 evaluations (one per BSP-round
 equivalent) or at the scale's round cap. Laptop scale: see conf.TRAINING.
@@ -26,6 +26,7 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "bsp": dict(strategy="bsp"),
     "bsp-nofilter": dict(strategy="bsp", outlier_filter=False),
     "asp": dict(strategy="asp", outlier_filter=False),
+    "fedasync": dict(strategy="fedasync", outlier_filter=False),
     "fl-r2sp": dict(strategy="fl-r2sp"),
     "fl-r2sp-nofilter": dict(strategy="fl-r2sp", outlier_filter=False),
     "fedbuff": dict(strategy="fedbuff", outlier_filter=False),
