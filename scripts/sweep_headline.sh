@@ -18,7 +18,8 @@
 #
 # Environment: PYTHON (default: this checkout's .venv/bin/python), FL_R2SP_DATA (default:
 # ../shared/data beside this checkout), WORKERS (process-executor workers per run, default 2),
-# SEEDS (default 0,1,2), ITEMS (default: all, in the order above).
+# SEEDS (default 0,1,2), ITEMS (default when unset: all, in the order above; empty: none, a
+# check of the worktree and the environment only).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 commit="${1:?usage: scripts/sweep_headline.sh COMMIT [WORKDIR]}"
@@ -28,7 +29,7 @@ py="${PYTHON:-$here/.venv/bin/python}"
 export FL_R2SP_DATA="${FL_R2SP_DATA:-$(dirname "$here")/shared/data}"
 workers="${WORKERS:-2}"
 seeds="${SEEDS:-0,1,2}"
-items="${ITEMS:-table4 fig15 c_sweep outliers robustness outliers_scoring}"
+items="${ITEMS-table4 fig15 c_sweep outliers robustness outliers_scoring}"
 
 [ -x "$py" ] || { echo "no Python at $py (set PYTHON)" >&2; exit 2; }
 [ -d "$FL_R2SP_DATA/cifar10" ] || { echo "no CIFAR-10 under $FL_R2SP_DATA (set FL_R2SP_DATA)" >&2; exit 2; }
