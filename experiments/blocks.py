@@ -57,6 +57,7 @@ QUOTES: MappingProxyType[str, Quote] = MappingProxyType(
         "paper-size": Quote(
             "Paper-size training: Table IV's convergence and Fig. 15 (128 clients, tau 100)"
         ),  # fmt: skip
+        "executor": Quote("Client-job executor: speed, tolerance, memory"),
         "cluster-real-fig8": Quote(
             _REAL.format(8) + "hardware, statistical and overall efficiency normalised by BSP",
             ("R²SP's iteration time is", "Verdicts:"),
