@@ -37,8 +37,9 @@ if [ ! -e "$work" ]; then
   git -C "$here" worktree add --detach "$work" "$sha" >/dev/null
 fi
 [ "$(git -C "$work" rev-parse HEAD)" = "$sha" ] || { echo "$work is not at $sha" >&2; exit 2; }
-# Only the records may differ from the commit: runs of edited code would not be recorded.
-if [ -n "$(git -C "$work" status --porcelain -- fl_r2sp experiments)" ]; then
+# Only the records and the documents' generated blocks (rewritten by each publish) may differ
+# from the commit: runs of edited code would not be recorded.
+if [ -n "$(git -C "$work" status --porcelain -- fl_r2sp experiments ':!*.md')" ]; then
   echo "$work has edits under fl_r2sp/ or experiments/: use a clean worktree" >&2; exit 2
 fi
 cd "$work"
