@@ -18,8 +18,11 @@
 #
 # Environment: PYTHON (default: this checkout's .venv/bin/python), FL_R2SP_DATA (default:
 # ../shared/data beside this checkout), WORKERS (process-executor workers per run, default 2),
-# SEEDS (default 0,1,2), ITEMS (default when unset: all, in the order above; empty: none, a
-# check of the worktree and the environment only).
+# CACHE (the run cache, default: ../sweep-cache beside this checkout, shared by every sweep
+# worktree: a run is keyed by its configuration and code version, so a sweep from a later
+# commit with the same engine code reuses the runs of an earlier one), SEEDS (default 0,1,2),
+# ITEMS (default when unset: all, in the order above; empty: none, a check of the worktree and
+# the environment only).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 commit="${1:?usage: scripts/sweep_headline.sh COMMIT [WORKDIR]}"
@@ -43,6 +46,9 @@ if [ -n "$(git -C "$work" status --porcelain -- fl_r2sp experiments ':!*.md')" ]
   echo "$work has edits under fl_r2sp/ or experiments/: use a clean worktree" >&2; exit 2
 fi
 cd "$work"
+cache="${CACHE:-$(dirname "$here")/sweep-cache}"
+mkdir -p "$cache" records/results
+if [ ! -e records/results/_runs ]; then ln -s "$cache" records/results/_runs; fi
 export PYTHONPATH="$work" OMP_NUM_THREADS=1
 log="$work/sweep.log"
 say() { echo "[$(date -u +%FT%TZ)] $*" | tee -a "$log"; }
@@ -60,7 +66,7 @@ publish() {
     || say "report rebuild failed (see above); the records are kept"
 }
 
-say "sweep of $sha in $work: items [$items], seeds $seeds, $workers workers, data $FL_R2SP_DATA"
+say "sweep of $sha in $work: items [$items], seeds $seeds, $workers workers, data $FL_R2SP_DATA, run cache $(readlink -f records/results/_runs)"
 for item in $items; do
   done_seeds=""
   for seed in ${seeds//,/ }; do
