@@ -29,7 +29,6 @@ MOVED: dict[str, str] = {
     "robustness": "flr2sp.robustness",
     "run_parallel": "flr2sp.run_parallel",
     "plots": "flr2sp.plots",
-    "previous_report": "flr2sp.previous_report",
     "executor_figures": "flr2sp.executor_figures",
     "cluster_twin": "r2sp_cluster.twin.run",
     "cluster_real": "r2sp_cluster.real.run",

@@ -16,6 +16,9 @@ The text depends on nothing but those files and the committed code: no date, no 
 of the checkout, no environment variable, so a fresh clone rebuilds ``REPORT.md`` byte for byte
 without training (``tests/experiments/test_report_rebuild.py`` checks it).
 
+Then it rewrites the generated blocks of the documents (:mod:`experiments.blocks`: the README,
+``experiments/README.md``, ``docs/paper-notes.md``) from the same text and records.
+
 Run: ``python -m experiments.report [--out records/results]``.
 """
 
@@ -25,6 +28,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from experiments.blocks import DOCS, update_docs
 from experiments.common.run_cache import rekey_runs
 from experiments.dssync.report import dssync_lines
 from experiments.flr2sp.plots import make_plots
@@ -60,7 +64,7 @@ def build(out: Path, dest: Path) -> str:
         "",
         *scale_text(),
         *flr2sp_lines(out, keep, published),
-        # Issue 10's executor figures: parsed once from the GPU checks' logs into report/.
+        # The executor figures: parsed once from the GPU checks' logs into report/.
         *executor_lines(published),
         # The cluster items are published with their figures under report/ (committed), not
         # cached under --out: their sections read those files.
@@ -78,11 +82,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--dest", default=str(ROOT), help="folder of REPORT.md (default: the repository root)"
     )
+    parser.add_argument(
+        "--docs",
+        default=",".join(DOCS),
+        help="comma-separated documents (relative to --dest) whose generated blocks are "
+        "rewritten from the records (default: %(default)s)",
+    )
     ns = parser.parse_args(argv)
     dest = Path(ns.dest)
     text = build(Path(ns.out), dest)
     (dest / "REPORT.md").write_text(text)
     print(f"wrote {dest / 'REPORT.md'}")
+    docs = [d for d in ns.docs.split(",") if d.strip()]
+    for path in update_docs(dest, text, Path(ns.out), docs):
+        print(f"rewrote the generated blocks of {path}")
 
 
 if __name__ == "__main__":

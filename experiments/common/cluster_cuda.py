@@ -119,7 +119,7 @@ def cluster_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def cluster_cuda_lines(report_dir: Path) -> list[str]:
     """The report's "cluster mode on CUDA" section from ``report_dir/cluster_cuda.json``."""
-    title = "## Cluster mode on CUDA (issue 22)"
+    title = "## Cluster mode on CUDA"
     path = report_dir / "cluster_cuda.json"
     if not path.exists():
         return [title, "", "Not run on a GPU yet: `scripts/gpu_checks.sh` (README).", ""]

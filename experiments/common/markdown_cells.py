@@ -9,6 +9,7 @@ a table in a given or in the file's column order, and the tally of the verdicts 
 from __future__ import annotations
 
 import csv
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,9 +81,12 @@ def tally(rows: Sequence[Mapping[str, str]]) -> str:
     """How many cells of the verdict and claim columns carry each verdict."""
     seen: Counter[str] = Counter()
     for row in rows:
+        # A claim row ("claim: ..." in its first column) puts its verdicts in the measure columns.
+        claim_row = any(str(v).startswith("claim:") for v in row.values())
         for key, value in row.items():
-            # "**not reproduced**" is bold in a table; ", one seed" follows the word
-            word = value.replace("**", "").split(",")[0]
-            if (key.startswith(("verdict", "claim")) or key == "exact") and word in VERDICT_WORDS:
+            # "**not reproduced**" is bold in a table; ", one seed" or " (best: asp)" follows
+            word = re.split(r"[,(]", str(value).replace("**", ""))[0].strip()
+            judged = claim_row or key.startswith(("verdict", "claim")) or key == "exact"
+            if judged and word in VERDICT_WORDS:
                 seen[word] += 1
     return ", ".join(f"{word} {seen[word]}" for word in VERDICT_WORDS if seen[word]) or "none"

@@ -5,11 +5,17 @@ configuration *and* the code that computed it:
 
 * :func:`code_version` hashes the engine's sources, ``fl_r2sp/**/*.py``
   without ``fl_r2sp/cluster/`` (the FL runs never import the cluster mode),
-  each normalised by :mod:`ast` (comments, formatting and docstrings do not
-  count), together with :data:`RUN_SCHEMA`; any other change to the engine
-  gives a new version, so a result computed before a behaviour change is
-  never reused silently;
-* :func:`run_key` mixes it into the configuration key.
+  each in the canonical form of :mod:`experiments.common.code_canon` (named by
+  its current module name, so a pure move of files keeps the version; comments,
+  formatting and docstrings do not count), together with :data:`RUN_SCHEMA`;
+  any other change to the engine gives a new version, so a result computed
+  before a behaviour change is never reused silently;
+* :func:`run_key` mixes it into the configuration key;
+* versions computed by the hash of file paths used until the layout move are
+  the same code as a current version where :mod:`experiments.common.same_code`
+  says so (checked by rebuilding both trees from git): the cache reuses such
+  runs as runs of the current code, and the report counts them as the code the
+  item ran with.
 
 Rerunning everything after each change is expensive (real-training runs take
 minutes to an hour), so older runs can be reused *explicitly*:
@@ -23,7 +29,6 @@ prints, so a reused run is always visible.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -33,6 +38,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from experiments.common.code_canon import canonical_sources
+from experiments.common.same_code import aliases_of, same_code
 
 #: Bump when the cached record's layout or meaning changes without a code change.
 RUN_SCHEMA = 2
@@ -47,35 +55,26 @@ _ENGINE = Path(__file__).resolve().parents[2] / "fl_r2sp"
 _SKIP = ("cluster",)
 
 
-def _normalised(source: str) -> str:
-    """The AST of ``source`` without docstrings, as text (comments and layout drop out)."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree, include_attributes=False)
-
-
 @lru_cache(maxsize=4)
 def code_version(root: Path = _ENGINE, skip: tuple[str, ...] = _SKIP) -> str:
     """10-hex version of the engine sources under ``root`` (default: the ``fl_r2sp`` package),
     leaving out its top-level folders ``skip`` (default: ``cluster``, which the FL runs never
-    import; the cluster items pass ``()``)."""
+    import; the cluster items pass ``()``): the canonical sources of
+    :func:`experiments.common.code_canon.canonical_sources`, which a pure move of files does
+    not change."""
     h = hashlib.sha256(f"schema {RUN_SCHEMA}\n".encode())
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if rel.parts[0] in skip:
-            continue
-        h.update(f"{rel.as_posix()}\n".encode())
-        h.update(_normalised(path.read_text()).encode())
+    for name, text in canonical_sources(root, skip):
+        h.update(f"{name}\n".encode())
+        h.update(text.encode())
     return h.hexdigest()[:10]
+
+
+def current_versions(skip: tuple[str, ...] = _SKIP) -> tuple[str, ...]:
+    """The current code version first, then the older versions of the same code
+    (:func:`experiments.common.same_code.aliases_of`): the versions whose runs count as runs
+    of the current code."""
+    now = code_version(skip=skip)
+    return (now, *aliases_of(now))
 
 
 def run_key(config_key: str, code: str | None) -> str:
@@ -175,7 +174,7 @@ def note_used(rec: dict[str, Any]) -> None:
             "code_version": code,
             "git_commit": rec.get("git_commit"),
             "git_dirty": rec.get("git_dirty"),
-            "current": code == code_version(),
+            "current": same_code(code, code_version()),
             "computed_at": rec.get("computed_at"),
             "run_seconds": rec.get("run_seconds"),
         }
@@ -225,7 +224,11 @@ def summarise(provenance: dict[str, Any]) -> str:
     item = provenance.get("code_version")
 
     def what(code: str) -> str:
-        return "the code the item ran with" if code == item else "older code, reused"
+        if code == item:
+            return "the code the item ran with"
+        if item is not None and same_code(code, item):
+            return f"the code the item ran with, as `{code}` before the layout move"
+        return "older code, reused"
 
     parts = [
         f"{n} by code `{code}` ({what(code)}{commits.get(code, '')})"

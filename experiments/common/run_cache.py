@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.common import execution, provenance
+from experiments.common import eta, execution, provenance
 from experiments.common.conf import (
     DATASET_OF,
     DEFAULT_SEEDS,
@@ -256,7 +256,11 @@ def cached_run(
     runs = args.out / "_runs"
     key = provenance.run_key(ckey, provenance.code_version())
     path = runs / f"{label}-s{seed}-{key}.json"
-    found = path if _usable(path, family) else None
+    # A run of the same code under an older name of its version (a pure move of files) is a
+    # run of the current code (:mod:`experiments.common.same_code`).
+    same = (runs / f"{label}-s{seed}-{provenance.run_key(ckey, v)}.json" for v in
+            provenance.current_versions())  # fmt: skip
+    found = next((p for p in same if _usable(p, family)), None)
     if found is None and args.reuse == "any":
         older = provenance.older_run(runs, label, seed, ckey, config_key)
         found = older if older is not None and _usable(older, family) else None
@@ -264,8 +268,8 @@ def cached_run(
         rec = json.loads(found.read_text())
         provenance.note_used(rec)
         say(
-            f"{args.item}: {label} seed {seed}: cached ({found.name}, code "
-            f"{rec.get('code_version', provenance.UNVERSIONED)})"
+            f"{args.item}: {eta.count() if not cached_only else ''} {label} seed {seed}: cached "
+            f"({found.name}, code {rec.get('code_version', provenance.UNVERSIONED)})"
         )
         return rec
     if cached_only:
@@ -312,7 +316,8 @@ def cached_run(
     provenance.note_used(rec)
     # Atomic: an interrupted run leaves no half-written result, and no record without its files.
     atomic_write_bytes(path, json.dumps(rec, default=_plain).encode())
-    say(f"{args.item}: {label} seed {seed}: done in {time.perf_counter() - started:.0f} s")
+    took = time.perf_counter() - started
+    say(f"{args.item}: {eta.count(took)} {label} seed {seed}: done in {took:.0f} s")
     return rec
 
 

@@ -10,6 +10,7 @@ no numbers to compare with.
 
 from __future__ import annotations
 
+from experiments.common import eta
 from experiments.common.run_cache import aggregate, finish, models, parse_args
 from experiments.flr2sp.runs import timing, training
 
@@ -26,6 +27,7 @@ def diff_of(c: float) -> dict:
 
 def main(argv=None) -> None:
     args = parse_args("c_sweep", __doc__, argv)
+    eta.plan(len(FRACTIONS) * len(args.seeds) * 3)  # BSP and FL-R²SP timing, FL-R²SP training
     t_rows, a_rows, missing = [], [], []
     model = "cnn" if "cnn" in models(args, "timing") else models(args, "timing")[0]
     for c in FRACTIONS:

@@ -1,4 +1,4 @@
-"""Issue 10's executor figures, parsed from the logs of the GPU checks into one small file.
+"""The executor figures, parsed from the logs of the GPU checks into one small file.
 
 ``scripts/gpu_checks.sh`` writes ``checks.txt`` (stages: environment, the
 paper-size CNN round benchmark, the tolerance check, the ResNet20 round) and

@@ -1,4 +1,4 @@
-"""Making the filter help (issue 19): which outlier rule, if any, beats the filter switched off.
+"""Making the filter help: which outlier rule, if any, beats the filter switched off.
 
 FL-R²SP, real training at the scale's size (laptop: CNN on CIFAR-10, 32 clients in 4 groups
 of 8, C = 0.75), one run per (case, partition, seed), paired by seed. ``--scale main-job`` runs
@@ -55,7 +55,7 @@ ITEM = "filter_rules"
 
 _ON = dict(outlier_filter=True)
 _RELATIVE = dict(_ON, outlier_rule="relative", outlier_mad_k=3.0, outlier_mad_floor=0.1)
-#: Group rounds left unscored by the warm-up variants (the issue's replay: outliers score
+#: Group rounds left unscored by the warm-up variants (the study's replay: outliers score
 #: above the honest clients in group rounds 0-2).
 WARMUP = 4
 #: Group rounds after which the probation variant re-scores a banned client (``docs/paper-notes.md``
@@ -96,7 +96,7 @@ _SMOKE_STRICT = dict(samples_per_client=100)
 MIN_GAIN = 0.0
 #: ... every run blacklists at most this share of the honest clients ...
 MAX_HONEST_SHARE = 0.05
-#: ... and each partition has at least this many paired seeds (the issue's 3 seeds).
+#: ... and each partition has at least this many paired seeds (stated before the runs).
 MIN_SEEDS = 3
 
 METRICS = (
@@ -189,7 +189,7 @@ def verdicts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             runs = [r for r in rows if r["case"] == case and r["partition"] == part]
             fewest = len(mine) if fewest is None else min(fewest, len(mine))
             why += [
-                f"{part} seed {g['seed']}: {g['gain']:+.3f} accuracy"
+                f"{part} seed {g['seed']}: {g['gain'] * 100:+.2f} points"
                 for g in mine
                 if g["gain"] < MIN_GAIN
             ]
@@ -218,7 +218,7 @@ def chosen_default(gains: Sequence[Mapping[str, Any]], verdict: Sequence[Mapping
     return max(met, key=lambda c: total[c][0] / total[c][1] if c in total else 0.0, default="off")
 
 
-#: The settings the default is chosen over (issue 19): the laptop scale's partitions and the
+#: The settings the default is chosen over: the laptop scale's partitions and the
 #: main job's, since the main job is what users run.
 DEFAULT_OVER = ("laptop", MAIN_JOB)
 
@@ -253,7 +253,7 @@ def joint_default(records: Mapping[str, Mapping[str, Any] | None]) -> tuple[list
     return verdict, chosen_default(gains, verdict)
 
 
-#: The setting that confirms the default chosen over :data:`DEFAULT_OVER` (the issue's
+#: The setting that confirms the default chosen over :data:`DEFAULT_OVER` (the study's
 #: mid-scale CPU check: 64 clients, tau 50); it does not choose.
 CONFIRMING = "mid"
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.common import eta
 from experiments.common.conf import scale_settings
 from experiments.common.run_cache import aggregate, finish, load_jobs, models, parse_args
 from experiments.flr2sp.fig15 import scheme_run
@@ -86,6 +87,7 @@ def main(argv=None) -> None:
     args = parse_args("outliers", __doc__, argv)
     n = scale_settings("training", args.scale)["num_partitions"]
     rows, missing = [], []
+    eta.plan(len(args.seeds) * (len(CLEAN) + 2))
     for model in models(args, "training")[:1]:  # the first model only: the filter is model-agnostic
         for seed in args.seeds:
             # Own runs first: the shared Fig. 15 runs are likely cached by then.

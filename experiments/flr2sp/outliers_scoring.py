@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.common import eta
 from experiments.common.run_cache import aggregate, build_config, finish, load_jobs, parse_args
 from experiments.flr2sp.runs import training
 from fl_r2sp.fl.policies.reference_scores import blacklist_quality, replay_blacklist, score_field
@@ -168,6 +169,7 @@ def main(argv=None) -> None:
         args = dataclasses.replace(args, scale="paper")
     model = "mlp" if args.scale == "smoke" else "cnn"
     rows, rounds, shares, costs = [], [], [], []
+    eta.plan(len(args.seeds) * len(MODES))
     for seed in args.seeds:  # seed-major: the first seeds give a full picture early
         for mode in MODES:
             share, outliers = partition_of(args, seed, mode, model)

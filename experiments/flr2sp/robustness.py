@@ -1,4 +1,4 @@
-"""Hostile clients against the group aggregate: accuracy and false blacklisting (issue 14).
+"""Hostile clients against the group aggregate: accuracy and false blacklisting.
 
 Attackers are a client-side run-config knob (``attack``, ``fl_r2sp/fl/clients/attacks.py``),
 the same in-process and under Flower: ``sign-flip`` (delta negated), ``scale(1000)`` (delta
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.common import provenance
+from experiments.common import eta, provenance
 from experiments.common.conf import PAPER_FILTER
 from experiments.common.run_cache import (
     Args,
@@ -142,11 +142,15 @@ def run_cell(args: Args, seed: int, attack: str, count: int, option: str) -> dic
 
     cfg = config(args.scale, seed, attack, count, option)
     label = f"{option}-{attack}-{count}".replace("(", "").replace(")", "")
-    key = provenance.run_key(config_key(cfg), provenance.code_version())
-    path = args.item_dir / "_runs" / f"{label}-s{seed}-{key}.json"
+    runs = args.item_dir / "_runs"
+    ckey = config_key(cfg)
+    path = runs / f"{label}-s{seed}-{provenance.run_key(ckey, provenance.code_version())}.json"
     head = dict(attack=attack, attackers_n=count, option=option, seed=seed)
-    if path.exists():
-        return {**head, **json.loads(path.read_text())}
+    for version in provenance.current_versions():  # the current code under any of its names
+        done = runs / f"{label}-s{seed}-{provenance.run_key(ckey, version)}.json"
+        if done.exists():
+            say(f"robustness: {eta.count()} {label} seed {seed}: cached")
+            return {**head, **json.loads(done.read_text())}
     started = time.perf_counter()
     try:
         out, failure = run(cfg, write=False, progress=False), None
@@ -155,10 +159,11 @@ def run_cell(args: Args, seed: int, attack: str, count: int, option: str) -> dic
     row = outcome(cfg, out, failure)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, json.dumps(row).encode())
+    took = time.perf_counter() - started
     say(
-        f"robustness: {label} seed {seed}: acc {row['final_accuracy']:.3f}, rejected "
-        f"{row['rejected']}, false blacklisted {row['false_blacklisted']}"
-        f"{', FAILED: ' + failure if failure else ''} ({time.perf_counter() - started:.1f} s)"
+        f"robustness: {eta.count(took)} {label} seed {seed}: acc {row['final_accuracy']:.3f}, "
+        f"rejected {row['rejected']}, false blacklisted {row['false_blacklisted']}"
+        f"{', FAILED: ' + failure if failure else ''} ({took:.1f} s)"
     )
     return {**head, **row}
 
@@ -190,6 +195,8 @@ def table_md(table: Sequence[Mapping[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args("robustness", __doc__, argv)
+    cells = len(scenarios(SIZES[args.scale]["num_partitions"])) * len(OPTIONS)
+    eta.plan(cells * len(args.seeds))
     rows = [
         run_cell(args, seed, attack, count, option)
         for attack, count in scenarios(SIZES[args.scale]["num_partitions"])

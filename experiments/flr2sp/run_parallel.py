@@ -39,7 +39,7 @@ from experiments.flr2sp.filter_rules import CASES, PARTITIONS
 Task = tuple[str, str, int, str]  # (kind "scheme" | "scoring", name, seed, model)
 
 #: FL-R²SP with one outlier rule on the paper partition, knob for knob the filter-rule
-#: item's cases (issue 19), so that a run computed here is the one that item reads: the
+#: item's cases, so that a run computed here is the one that item reads: the
 #: oracle ceiling (the known outliers excluded from the start) and the candidate default
 #: (relative rule, k = 3 robust deviations, floor 0.1, first 4 group rounds unscored).
 FILTER_CASES: dict[str, dict[str, Any]] = {

@@ -18,6 +18,7 @@ Paper: -22.4% (CNN), -13.9% (LSTM), -11.1% (ResNet20).
 
 from __future__ import annotations
 
+from experiments.common import eta
 from experiments.common.run_cache import aggregate, finish, models, parse_args
 from experiments.flr2sp.fig15 import scheme_run
 from experiments.flr2sp.runs import NETWORKS, ratio
@@ -125,6 +126,10 @@ def rounds_to(summary: dict) -> float | None:
 
 def main(argv=None) -> None:
     args = parse_args("table4", __doc__, argv)
+    # Timing pairs per model, discipline and seed; the filter-on training pair per model and
+    # seed (the filter-off pair is read from the cache only).
+    timing_runs = len(models(args, "timing")) * len(NETWORKS) * 2
+    eta.plan(len(args.seeds) * (timing_runs + 2 * len(models(args, "training"))))
     rounds = round_rows(args)
     conv = conv_rows(args)
     table = aggregate(conv, ("model", "filter"), CONV_METRICS)

@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.common import verdicts
 from experiments.r2sp_cluster.real.runs import cached_run, mean, publish, ratio, write_item
-from experiments.r2sp_cluster.twin.setting import BAND, claim, figure, save, verdict
+from experiments.r2sp_cluster.twin.setting import claim, figure, save
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.schemes import scheme_params
 
@@ -46,6 +47,11 @@ LABELS = ("bsp", "r2sp", "osp-s", "osp-s-fixed", "osp-c-fixed")
 BASELINES = ("bsp", "r2sp")
 #: Paper: "up to 50% improvement in throughput" over the best of ASP, BSP, R²SP.
 PAPER_THROUGHPUT_GAIN = 1.5
+#: Runs of one seed are *load-matched* when each one's mean compute time is within these
+#: factors of BSP's: the CPU is shared with other jobs, and only runs that met about the same
+#: load are compared. A tolerance on the machine, not a verdict (verdicts:
+#: :mod:`experiments.common.verdicts`).
+LOAD_BAND = (0.8, 1.25)
 #: Paper (Figure 9): OSP-C's batch computation time overhead, InceptionV3 to VGG16.
 PAPER_OSPC_OVERHEAD = (0.03, 0.08)
 BANDWIDTH_MB_S = 15.0
@@ -119,8 +125,7 @@ def run(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
     osp_best = max(("osp-s", "osp-s-fixed"), key=lambda b: by[b]["throughput"])
     gain = by[osp_best]["matched_gain"] or by[osp_best]["throughput_vs_best_baseline"]
     by[osp_best].update(paper_throughput_gain=PAPER_THROUGHPUT_GAIN,
-                        verdict_throughput=verdict(gain or float("nan"), PAPER_THROUGHPUT_GAIN,
-                                                   1.0))  # fmt: skip
+                        verdict_throughput=throughput_verdict(gain, by[osp_best]))  # fmt: skip
     pairs = [ratio(extra[("osp-c-fixed", x)]["w0_compute_s"],
                    extra[("osp-s-fixed", x)]["w0_compute_s"]) for x in seeds
              if _load_matched(extra, ("osp-c-fixed", "osp-s-fixed"), x)]  # fmt: skip
@@ -133,10 +138,23 @@ def run(out: Path, seeds: Sequence[int], fresh: bool) -> dict[str, Any]:
     return _write(out, recs, extra, table, seeds, claims, best)
 
 
+def throughput_verdict(gain: float | None, row: dict[str, Any]) -> str:
+    """The report's verdict of the throughput gain ``gain`` against the paper's: read as the
+    time it saves per sample, a reduction (:func:`experiments.common.verdicts.reduction_label`),
+    on the row's load-matched seeds when it has any."""
+    seeds = row.get("matched_seeds") if row.get("matched_gain") else None
+    words = verdicts.reduction_label(
+        verdicts.reduction_of_speedup(gain),
+        verdicts.reduction_of_speedup(PAPER_THROUGHPUT_GAIN),
+        seeds=seeds,
+    )
+    return verdicts.plain(words)
+
+
 def _load_matched(extra: dict[Any, Any], labels: Sequence[str], seed: int) -> bool:
-    """Whether every label's mean compute time in ``seed`` lies within the verdict band of
+    """Whether every label's mean compute time in ``seed`` lies within :data:`LOAD_BAND` of
     BSP's: the runs met about the same machine load (the CPU is shared with other jobs)."""
-    lo, hi = BAND
+    lo, hi = LOAD_BAND
     base = extra[("bsp", seed)]["compute_s"]
     return all(lo <= extra[(lab, seed)]["compute_s"] / base <= hi for lab in labels)
 

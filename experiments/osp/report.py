@@ -78,7 +78,8 @@ def _reading(rows: list[dict[str, str]], best: str) -> str:
     )
     return (
         f"Best OSP run ({osp['label']}): on {osp.get('matched_seeds')} load-matched seed(s) "
-        f"(every run's mean compute time within the verdict band of BSP's) its throughput is "
+        f"(every run's mean compute time within the load band of BSP's, `LOAD_BAND` of "
+        f"`experiments/osp/real.py`) its throughput is "
         f"{_num(osp.get('matched_gain'))} times the better baseline's of the same seed; paper up "
         f"to {_num(osp['paper_throughput_gain'])} ({throughput_verdict(osp)}). Over all "
         f"seeds it is {_num(osp['throughput_vs_best_baseline'])} times the best baseline's "

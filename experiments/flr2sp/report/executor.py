@@ -1,7 +1,7 @@
-"""The executor section of REPORT.md (issue 10): the GPU checks' benchmark and its goals.
+"""The executor section of REPORT.md: the GPU checks' benchmark and its goals.
 
 :func:`executor_lines` reads the committed ``records/report/executor_figures.json``
-(:mod:`experiments.flr2sp.executor_figures`) and states the issue's goals as rules; its prose
+(:mod:`experiments.flr2sp.executor_figures`) and states the executor's goals as rules; its prose
 computes every figure from that file (no string literal here holds a digit).
 """
 
@@ -19,7 +19,7 @@ from experiments.flr2sp.report.formats import (
 )
 
 REPORT_DIR = Path(__file__).resolve().parents[3] / "records" / "report"
-#: Issue 10's goals on a GPU: batched samples/s at least this share of one large-batch
+#: The executor's goals on a GPU: batched samples/s at least this share of one large-batch
 #: loop on the same GPU, and a paper-size CNN run to convergence within this many seconds.
 GPU_RATE_GOAL = 0.5
 GPU_RUN_GOAL_S = 600.0
@@ -75,7 +75,7 @@ def _is_cpu_log(bench: dict[str, Any]) -> bool:
     return str(bench.get("source", "")).startswith("cpu")
 
 
-#: Issue ten's CPU goal: the executor's round within this multiple of the two-core limit's.
+#: The executor's CPU goal: the executor's round within this multiple of the two-core limit's.
 CPU_LIMIT_GOAL = 1.3
 
 
@@ -234,7 +234,7 @@ def executor_lines(report_dir: Path) -> list[str]:
     """The executor section: tables and the computed reading."""
 
     data = load_executor(report_dir)
-    title = "## Client-job executor: speed, tolerance, memory (issue 10)"
+    title = "## Client-job executor: speed, tolerance, memory"
     if data is None:
         return [title, "", "Not parsed: `python -m experiments.flr2sp.executor_figures`.", ""]
     return [title, "", *executor_table(data), "", note_executor(data), ""]

@@ -46,8 +46,10 @@ def scale_text() -> list[str]:
         "## How these numbers were made",
         "",
         "- Code versions: each FL section says which code version (hash of `fl_r2sp/` without "
-        "`cluster/`, `experiments/common/provenance.py`) and which commit computed its runs; a "
-        "run made by uncommitted edits is never shown.",
+        "`cluster/`, `experiments/common/provenance.py`, which a pure move of files does not "
+        "change; the versions the layout move renamed are listed in "
+        "`experiments/common/same_code.py`) and which commit computed its runs; a run made by "
+        "uncommitted edits is never shown.",
         "- Engine: `fl_r2sp.fl.server.runner.run` in-process over the virtual clock "
         "(deterministic); times are *virtual* seconds of the emulated deployment.",
         f"- Network: `paper-ec2` = fair-shared server link of {PAPER_SERVER_FAIR / 1e6:g} MB/s "

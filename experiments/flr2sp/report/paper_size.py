@@ -273,7 +273,7 @@ def _execution_text(d: Summary) -> str:
         f"{span((r['concurrent_runs'] for r in runs), 0, '')} runs (the scoring runs included) "
         "were being computed on the machine at once, "
         f"{span((r['wall_s_per_round'] for r in runs), 2, ' s')} wall per BSP-round "
-        f"equivalent. Issue ten's goal of a run within {GPU_RUN_GOAL_S:.0f} s: "
+        f"equivalent. The executor's goal of a run within {GPU_RUN_GOAL_S:.0f} s: "
         + (f"met by {sum(fits)} of {len(fits)} runs, while sharing the GPU." if fits else "n/a.")
     )
 

@@ -16,15 +16,19 @@ from experiments.common import provenance
 from experiments.common.conf import MAIN_JOB, TRAINING
 from experiments.flr2sp import paper
 from experiments.flr2sp.filter_rules import CONFIRMING, record_item
-from experiments.flr2sp.previous_report import comparison_lines
+from experiments.flr2sp.report.fig15 import note_fig15, sec_fig15
 from experiments.flr2sp.report.filter_help import (
+    gains_in_points,
     note_filter_rules,
     note_main_job,
     note_mid,
     sec_filter_rules,
 )
 from experiments.flr2sp.report.formats import Summary
+from experiments.flr2sp.report.outliers import note_outliers, sec_outliers
+from experiments.flr2sp.report.outliers_scoring import note_outliers_scoring, sec_outliers_scoring
 from experiments.flr2sp.report.paper_size import note_paper_scale, sec_paper_scale
+from experiments.flr2sp.report.table4 import note_table4, sec_table4
 from experiments.flr2sp.report.timing import (
     note_c_sweep,
     note_fig16,
@@ -38,16 +42,6 @@ from experiments.flr2sp.report.timing import (
     sec_fig18,
     sec_table2,
     sec_table5,
-)
-from experiments.flr2sp.report.training import (
-    note_fig15,
-    note_outliers,
-    note_outliers_scoring,
-    note_table4,
-    sec_fig15,
-    sec_outliers,
-    sec_outliers_scoring,
-    sec_table4,
 )
 
 #: An item's table: its summary -> Markdown lines.
@@ -107,7 +101,7 @@ SECTIONS: dict[str, tuple[str, Table, Note]] = {
         sec_filter_rules,
         note_main_job,
     ),
-    # The issue's mid-scale confirmation (64 clients, tau 50): its own records, "not run" until
+    # The mid-scale confirmation (64 clients, tau 50): its own records, "not run" until
     # they exist (6.5-10 min per CIFAR run on a quiet 2-core machine with --executor processes,
     # 2-3 min for the paper's rule, which stops early).
     record_item(CONFIRMING): (
@@ -149,14 +143,20 @@ def recorded(out: Path, item: str) -> bool:
 def load_summary(out: Path, item: str, name: str = "summary.json") -> Summary | None:
     """``<out>/<item>/<name>`` parsed, or None when the item has not run."""
     path = out / item / name
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    d: Summary = json.loads(path.read_text())
+    runs = out / item / "runs.csv"
+    if "verdicts" in d and runs.exists():  # the filter-rules items
+        d = gains_in_points(d, runs)
+    return d
 
 
 def item_lines(
     out: Path, keep: Path, item: str, summaries: dict[str, Summary], report_dir: Path
 ) -> list[str]:
-    """One item's section: provenance, table, kept figures (copied to ``keep``) and reading;
-    ``report_dir`` holds the previous report's quoted tables."""
+    """One item's section: provenance, table, kept figures (copied to ``keep``) and reading
+    (``report_dir``: the folder of the published files, unused by the FL items)."""
     title, section, note = SECTIONS[item]
     lines = [f"## {title}", ""]
     d = summaries.get(item)
@@ -181,8 +181,6 @@ def item_lines(
     ]
     lines += section(d) + [""]
     lines += missing_lines(item, d)
-    previous = comparison_lines(item, d, report_dir)
-    lines += previous + ([""] if previous else [])
     for name in [f"{item}.csv"] + KEEP.get(item, []):
         src = out / item / ("summary.csv" if name.endswith(".csv") else name)
         if src.exists():

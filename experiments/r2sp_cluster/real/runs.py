@@ -90,12 +90,15 @@ def multipliers(types: Sequence[str]) -> tuple[float, ...]:
     return tuple(round(fastest / SPEEDS[t], 4) for t in types)
 
 
-def run_key(cfg: ClusterConfig) -> str:
-    """12-hex key of a run's configuration (its run folder excluded) and the code running it."""
+def run_key(cfg: ClusterConfig, code: str | None = None) -> str:
+    """12-hex key of a run's configuration (its run folder excluded) and the code running it
+    (``code``, default: :func:`cluster_code`)."""
     d = cfg.to_dict()
     d.pop("run_dir", None)
     blob = json.dumps(
-        {"schema": RECORD_SCHEMA, "code": cluster_code(), "cfg": d}, sort_keys=True, default=str
+        {"schema": RECORD_SCHEMA, "code": code or cluster_code(), "cfg": d},
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -109,8 +112,11 @@ def cached_run(out: Path, label: str, cfg: ClusterConfig, fresh: bool = False) -
     from fl_r2sp.cluster.runtime.local import run_local
 
     path = out / "_runs" / f"{label}-{run_key(cfg)}.json"
-    if path.exists() and not fresh:
-        return dict(json.loads(path.read_text()))
+    # The current code under any of its names (a pure move of files keeps the code).
+    for code in provenance.current_versions(skip=()):
+        done = out / "_runs" / f"{label}-{run_key(cfg, code)}.json"
+        if done.exists() and not fresh:
+            return dict(json.loads(done.read_text()))
     run_parent = out / "_rundirs" / label
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     print(f"-- running {label} ({cfg.scheme.scheme}, {cfg.model}, seed {cfg.seed})", flush=True)

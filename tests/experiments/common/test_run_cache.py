@@ -49,9 +49,10 @@ def test_build_config_applies_rounds_and_bsp_single_group():
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_paper_items_keep_the_papers_filter_rule(scale):
-    # The engine's default rule is `relative` since issue 19 (and its filter off); every item
-    # built on the scale settings keeps the paper's rule, filter on or off, so its configuration
-    # (and the stored configurations of its cached runs) are those from before the change.
+    # The engine's default rule is `relative` since the filter-rules study (and its filter
+    # off); every item built on the scale settings keeps the paper's rule, filter on or off,
+    # so its configuration (and the stored configurations of its cached runs) are those from
+    # before the change.
     assert RunConfig().outlier_rule != "paper"
     cfgs = [build_config(family, scale, 0) for family in ("timing", "training")]
     cfgs += [build_config("training", scale, 0, **diff) for diff in SCHEMES.values()]

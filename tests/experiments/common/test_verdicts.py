@@ -21,7 +21,7 @@ from experiments.common import verdicts
         (0.199, 0.3, "same direction"),  # just below 2/3
         (0.451, 0.3, "same direction"),  # just above 3/2
         (0.458, 0.223, "same direction"),  # Table IV's old per-round cut: 2.05x the paper's
-        (-0.16, 0.224, "**not reproduced**"),  # the case: 16% slower against a 22.4% cut
+        (-0.16, 0.224, "**not reproduced**"),  # a reported case: 16% slower against a 22.4% cut
         (0.0, 0.224, "**not reproduced**"),  # no reduction at all has not the paper's sign
         (-0.3, -0.3, "reproduced"),  # a negative paper value: the same sign is what counts
         (0.3, -0.3, "**not reproduced**"),

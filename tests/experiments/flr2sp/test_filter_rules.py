@@ -1,4 +1,4 @@
-"""The filter-rules item (issue 19): the smoke sweep, its pairs and its verdict rule."""
+"""The filter-rules item: the smoke sweep, its pairs and its verdict rule."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_two_seeds_are_too_few_and_one_losing_seed_fails():
     rows[1] = _run("relative", "paper", 0, 0.499)  # seed 0 below filter off by 0.001
     verdict = {v["case"]: v for v in fr.verdicts(rows)}
     assert verdict["relative"]["status"] == "fails"
-    assert verdict["relative"]["why"] == ["paper seed 0: -0.001 accuracy"]
+    assert verdict["relative"]["why"] == ["paper seed 0: -0.10 points"]
     assert fr.chosen_default(_gains(rows), fr.verdicts(rows)) == "paper"
 
 
@@ -144,7 +144,7 @@ def _both(default: str) -> dict[str, dict]:
 
 
 def test_engine_case_is_the_filter_off_the_measurement_chose():
-    # No rule met the verdict on the laptop partitions and the main job's together (issue 19),
+    # No rule met the verdict on the laptop partitions and the main job's together,
     # so the engine's default (OutlierParams) is the filter off: the `off` case.
     assert fr.engine_case() == "off"
     main = note_main_job(_met("off", fr.MAIN_JOB), _both("off"))
@@ -183,7 +183,7 @@ def test_main_job_is_its_own_section_with_its_command():
 
 
 def test_mid_scale_is_its_own_section_shown_not_run_with_its_command(tmp_path: Path) -> None:
-    """The issue's mid-scale confirmation has a section even before its records exist."""
+    """The mid-scale confirmation has a section even before its records exist."""
     item = fr.record_item("mid")
     assert sections.ITEMS.index(item) == sections.ITEMS.index("filter_rules_main_job") + 1
     assert sections.command_of(item) == "python -m experiments.flr2sp.filter_rules --scale mid"
@@ -245,7 +245,7 @@ def test_joint_verdict_needs_every_seed_of_the_main_job_too():
     verdict, default = fr.joint_default(records)
     relative = next(v for v in verdict if v["case"] == "relative")
     assert relative["status"] == "fails"
-    assert relative["why"] == ["main-job paper seed 0: -0.001 accuracy"]
+    assert relative["why"] == ["main-job paper seed 0: -0.10 points"]
     assert default == "paper"  # meets on both
     # On the laptop alone relative (gain 0.01, the mean tie broken by order) was a winner.
     assert fr.verdicts(laptop)[1]["status"] == "meets"

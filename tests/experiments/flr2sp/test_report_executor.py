@@ -1,4 +1,4 @@
-"""The report's CPU-goal sentence of issue 10: processes executor against the limit loops."""
+"""The executor section's CPU-goal sentence: processes executor against the limit loops."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ def test_each_option_is_told_how_many_attackers_to_expect() -> None:
     clean = config("laptop", 1, "none", 0, "filter+mean")
     assert (clean.krum_malicious, clean.trim_beta, clean.outlier_filter) == (0, 0.2, True)
     # The paper's filter (the engine's default rule is `relative`), and the same rule where
-    # the filter is off, so every option's configuration is what it was before issue 19.
+    # the filter is off, so every option's configuration is what it was before the
+    # filter-rules study.
     assert {config("laptop", 0, "none", 0, o).outlier_rule for o in OPTIONS} == {"paper"}
     assert config("smoke", 0, "none", 0, "mean-no-norm").admission_norm_factor == 0.0
 

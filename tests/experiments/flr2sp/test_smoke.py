@@ -104,6 +104,7 @@ def test_fig15_all_schemes_with_accuracies(results):
         "bsp",
         "bsp-nofilter",
         "asp",
+        "fedasync",
         "fl-r2sp",
         "fl-r2sp-nofilter",
         "fedbuff",
@@ -176,7 +177,7 @@ def test_report_has_every_section(results, tmp_path):
         assert f"## {title}" in text
     assert "not reproduced" in text or "reproduced" in text
     assert "fitted: a calibration input" in text  # Table V's CNN pull is a fitted cell
-    assert (tmp_path / "report" / "table5.csv").is_file()
+    assert (tmp_path / "records" / "report" / "table5.csv").is_file()
 
 
 def test_skip_training_uses_only_cached_runs(results, capsys):

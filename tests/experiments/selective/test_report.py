@@ -42,7 +42,7 @@ def test_section_reads_each_item_and_tallies_its_verdicts(tmp_path: Path) -> Non
     text = "\n".join(selective_lines(tmp_path))
     assert "All selective-reduce claims: holds 1, does not hold 1." in text
     assert "| 0.1 | selective | 20 | 1 / 2 / 3 |" in text
-    assert "![selective fig8](report/selective/fig8/fig8.png)" in text
+    assert "![selective fig8](records/report/selective/fig8/fig8.png)" in text
     assert "Trials per point: 20;" in text
     missing = [item for item in TITLES if item != "fig8"]
     assert text.count("Not published") == len(missing)

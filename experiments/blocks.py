@@ -1,0 +1,215 @@
+"""The generated blocks of this project's documents: each result figure a document quotes.
+
+Two kinds:
+
+* a **quote** of REPORT.md (:data:`QUOTES`): paragraphs (chosen by how they start) of one of
+  its sections. REPORT.md is itself rebuilt from the committed records
+  (``tests/experiments/test_report_rebuild.py``), so a quote is a function of the records;
+* a **record** rendered directly: ``main-job-output`` (``records/results/main_job``, one run
+  of ``bash scripts/main.sh``) and ``robustness-table`` (``records/results/robustness``).
+
+``python -m experiments.report`` rewrites the blocks of :data:`DOCS` after REPORT.md
+(:func:`update_docs`); ``tests/experiments/test_doc_blocks.py`` fails when a committed document's
+block differs from what the records give. A document places a block with
+``<!-- BEGIN generated: NAME -->`` / ``<!-- END generated: NAME -->`` (any Markdown file).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from experiments.common.doc_blocks import BlockError, fill
+
+__all__ = ["BLOCKS", "DOCS", "QUOTES", "Quote", "render", "update_docs"]
+
+#: Documents whose blocks the report rewrites (relative to the repository root).
+DOCS = ("README.md", "experiments/README.md", "docs/paper-notes.md")
+
+
+@dataclass(frozen=True)
+class Quote:
+    """Paragraphs of the REPORT.md section ``heading`` that start with one of ``starts``
+    (every paragraph when empty), in the section's order."""
+
+    heading: str
+    starts: tuple[str, ...] = ()
+
+
+_REAL = "Real: Fig. {} — "
+QUOTES: MappingProxyType[str, Quote] = MappingProxyType(
+    {
+        "fl-recorded": Quote("The FL-R²SP items: what is recorded", ("Each item below",)),
+        "table4": Quote("Table IV — per-round and convergence time"),
+        "fig15": Quote("Fig. 15 — final accuracy per scheme (+ FedBuff)"),
+        "filter-help-laptop": Quote("Making the filter help", ("| partition", "| candidate")),
+        "filter-help-main-job": Quote(
+            "Making the filter help: the main job (`flwr run .`, digits)",
+            ("| partition", "| candidate"),
+        ),
+        "filter-help-mid": Quote(
+            "Making the filter help: mid scale (64 clients, tau 50)", ("| partition",)
+        ),
+        "paper-size": Quote(
+            "Paper-size training: Table IV's convergence and Fig. 15 (128 clients, tau 100)"
+        ),  # fmt: skip
+        "executor": Quote("Client-job executor: speed, tolerance, memory"),
+        "cluster-real-fig8": Quote(
+            _REAL.format(8) + "hardware, statistical and overall efficiency normalised by BSP",
+            ("R²SP's iteration time is", "Verdicts:"),
+        ),
+        "cluster-real-fig11": Quote(
+            _REAL.format(11) + "R²SP batch tuning against none on heterogeneous workers",
+            ("With tuning", "Verdicts:"),
+        ),
+        "cluster-real-fig14": Quote(
+            _REAL.format(14) + "R²SP with tuning against BSP and SAFA with injected delays",
+            ("R²SP with tuning:", "Verdicts:"),
+        ),
+        "selective-claims": Quote(
+            "Cluster mode: selective reduce against partial and all reduce (simulations)",
+            ("All selective-reduce claims",),
+        ),
+        "dssync-real": Quote(
+            "DS-Sync in the real runtime (CPU, emulated racks)", ("| scenario", "AR over")
+        ),
+        "osp-real": Quote(
+            "OSP on the parameter-server runtime (small real runs on CPU)", ("- OSP", "Best OSP")
+        ),
+    }
+)
+
+#: The main job's summary lines the README shows, and what each figure means.
+MAIN_JOB_FIELDS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "strategy": "the scheme (the app's default, FL-R²SP: 32 clients in 4 groups of 8)",
+        "stopped": "why the run ended (the app's default cap of global updates)",
+        "global updates": "model versions applied: one per group application",
+        "final accuracy": "test accuracy of the global model at the last evaluation (digits)",
+        "time (run clock)": "virtual seconds of the emulated deployment at the stop",
+        "avg round": "mean group round: a group's release to its C-th update",
+        "avg client cycle": "mean time from a client's dispatch to its next one",
+        "avg turn wait": "mean wait of a collected group for its round-robin turn",
+        "final T": "the EMA of the round time at the end (the gap between groups is T/M)",
+        "peak concurrent pulls": "most clients downloading the model at one time",
+        "server egress peak": "highest rate of the server's outgoing link",
+        "jobs": "client jobs dispatched",
+        "stragglers": "updates that arrived after their group's round had closed",
+        "num blacklisted": "clients the outlier filter excluded (the filter is off by default)",
+    }
+)
+
+
+def _level(line: str) -> int:
+    return len(line) - len(line.lstrip("#"))
+
+
+def _section(report: str, heading: str) -> list[str]:
+    lines = report.split("\n")
+    for i, line in enumerate(lines):
+        level = _level(line)
+        if level and line[level:].strip() == heading:
+            ends = (j for j in range(i + 1, len(lines)) if 0 < _level(lines[j]) <= level)
+            return lines[i + 1 : next(ends, len(lines))]
+    raise BlockError(f"REPORT.md has no section {heading!r}")
+
+
+def _paragraphs(lines: Iterable[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip():
+            out[-1].append(line)
+        elif out[-1]:
+            out.append([])
+    return [p for p in out if p]
+
+
+def quote(report: str, name: str, q: Quote) -> list[str]:
+    """The lines of block ``name``: the chosen paragraphs of ``q.heading`` and where from."""
+    kept = [p for p in _paragraphs(_section(report, q.heading))
+            if not q.starts or p[0].startswith(q.starts)]  # fmt: skip
+    if not kept:
+        raise BlockError(f"block {name!r}: no paragraph of {q.heading!r} starts with {q.starts}")
+    out: list[str] = []
+    for p in kept:
+        out += [*p, ""]
+    return [*out, f"*Generated from the records: REPORT.md, section “{q.heading}”.*"]
+
+
+def main_job_block(records: Path) -> list[str]:
+    """The main job's printed summary (the lines of :data:`MAIN_JOB_FIELDS`) and their meaning."""
+    path = records / "main_job" / "summary.json"
+    if not path.exists():
+        return ["Not on record (`python -m experiments.flr2sp.main_job` records one run)."]
+    rec = json.loads(path.read_text())
+    prov = json.loads((records / "main_job" / "provenance.json").read_text())
+    run = prov["runs"][0]
+    shown = [ln for ln in rec["lines"][1:] if ln.split(":")[0].strip() in MAIN_JOB_FIELDS]
+    width = max(len(k) for k in MAIN_JOB_FIELDS)
+    return [
+        f"One run of `{rec['command']}` (commit {str(run['git_commit'])[:7]}, "
+        f"{run['run_seconds']:.0f} s wall), as it prints its summary (selected lines):",
+        "",
+        "```text",
+        *shown,
+        "```",
+        "",
+        *(f"- `{k}`{' ' * (width - len(k))}: {v}" for k, v in MAIN_JOB_FIELDS.items()),
+        "",
+        "*Generated from the record `records/results/main_job/` "
+        "(`python -m experiments.flr2sp.main_job`).*",
+    ]
+
+
+def robustness_block(records: Path) -> list[str]:
+    """The robustness item's summary table, or the command that makes its record."""
+    path = records / "robustness" / "summary.csv"
+    if not path.exists():
+        return [
+            "Not on record yet: `OMP_NUM_THREADS=1 python -m experiments.flr2sp.robustness "
+            "--scale laptop --seeds 0,1,2` writes `records/results/robustness/`."
+        ]
+    with path.open() as fh:
+        rows = list(csv.reader(fh))
+    return [
+        "| " + " | ".join(rows[0]) + " |",
+        "|" + "---|" * len(rows[0]),
+        *("| " + " | ".join(r) + " |" for r in rows[1:]),
+        "",
+        "*Generated from the record `records/results/robustness/summary.csv`.*",
+    ]
+
+
+#: Every block name this project defines.
+BLOCKS = (*QUOTES, "main-job-output", "robustness-table")
+
+
+def render(name: str, report: str, records: Path) -> list[str]:
+    """The lines of block ``name`` from the REPORT.md text ``report`` and the records root."""
+    if name in QUOTES:
+        return quote(report, name, QUOTES[name])
+    if name == "main-job-output":
+        return main_job_block(records)
+    if name == "robustness-table":
+        return robustness_block(records)
+    raise BlockError(f"unknown generated block {name!r}; known: {', '.join(BLOCKS)}")
+
+
+def update_docs(root: Path, report: str, records: Path, docs: Sequence[str] = DOCS) -> list[Path]:
+    """Rewrite the blocks of each existing document of ``docs`` (relative to ``root``);
+    return those whose text changed."""
+    changed = []
+    for rel in docs:
+        path = root / rel
+        if not path.exists():
+            continue
+        text = path.read_text()
+        new = fill(text, lambda n: render(n, report, records), rel)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
