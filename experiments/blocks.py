@@ -46,17 +46,23 @@ QUOTES: MappingProxyType[str, Quote] = MappingProxyType(
         "fl-recorded": Quote("The FL-R²SP items: what is recorded", ("Each item below",)),
         "table4": Quote("Table IV — per-round and convergence time"),
         "fig15": Quote("Fig. 15 — final accuracy per scheme (+ FedBuff)"),
-        "filter-help-laptop": Quote("Making the filter help", ("| partition", "| candidate")),
+        "filter-help-laptop": Quote(
+            "Making the filter help", ("Runs:", "| partition", "| candidate")
+        ),
         "filter-help-main-job": Quote(
             "Making the filter help: the main job (`flwr run .`, digits)",
-            ("| partition", "| candidate"),
+            ("Runs:", "| partition", "| candidate", "The main job ("),
         ),
         "filter-help-mid": Quote(
-            "Making the filter help: mid scale (64 clients, tau 50)", ("| partition",)
+            "Making the filter help: mid scale (64 clients, tau 50)",
+            ("Runs:", "| partition", "| candidate", "The mid-scale CPU setting"),
         ),
         "paper-size": Quote(
             "Paper-size training: Table IV's convergence and Fig. 15 (128 clients, tau 100)"
         ),  # fmt: skip
+        "outliers-scoring": Quote(
+            "Outlier scoring at the paper's per-client setting: which cosine reference"
+        ),
         "executor": Quote("Client-job executor: speed, tolerance, memory"),
         "cluster-real-fig8": Quote(
             _REAL.format(8) + "hardware, statistical and overall efficiency normalised by BSP",
@@ -83,24 +89,16 @@ QUOTES: MappingProxyType[str, Quote] = MappingProxyType(
     }
 )
 
-#: The main job's summary lines the README shows, and what each figure means.
-MAIN_JOB_FIELDS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        "strategy": "the scheme (the app's default, FL-R²SP: 32 clients in 4 groups of 8)",
-        "stopped": "why the run ended (the app's default cap of global updates)",
-        "global updates": "model versions applied: one per group application",
-        "final accuracy": "test accuracy of the global model at the last evaluation (digits)",
-        "time (run clock)": "virtual seconds of the emulated deployment at the stop",
-        "avg round": "mean group round: a group's release to its C-th update",
-        "avg client cycle": "mean time from a client's dispatch to its next one",
-        "avg turn wait": "mean wait of a collected group for its round-robin turn",
-        "final T": "the EMA of the round time at the end (the gap between groups is T/M)",
-        "peak concurrent pulls": "most clients downloading the model at one time",
-        "server egress peak": "highest rate of the server's outgoing link",
-        "jobs": "client jobs dispatched",
-        "stragglers": "updates that arrived after their group's round had closed",
-        "num blacklisted": "clients the outlier filter excluded (the filter is off by default)",
-    }
+#: The main job's summary lines the README shows, in its order (the README explains each).
+MAIN_JOB_SHOWN = (
+    "final accuracy",
+    "time (run clock)",
+    "avg pull",
+    "avg round",
+    "avg turn wait",
+    "peak concurrent pulls",
+    "jobs",
+    "stragglers",
 )
 
 
@@ -141,24 +139,26 @@ def quote(report: str, name: str, q: Quote) -> list[str]:
 
 
 def main_job_block(records: Path) -> list[str]:
-    """The main job's printed summary (the lines of :data:`MAIN_JOB_FIELDS`) and their meaning."""
+    """The main job's last progress line, summary lines (:data:`MAIN_JOB_SHOWN`) and the
+    admission line, as one recorded run of ``bash scripts/main.sh`` printed them."""
     path = records / "main_job" / "summary.json"
     if not path.exists():
         return ["Not on record (`python -m experiments.flr2sp.main_job` records one run)."]
     rec = json.loads(path.read_text())
     prov = json.loads((records / "main_job" / "provenance.json").read_text())
     run = prov["runs"][0]
-    shown = [ln for ln in rec["lines"][1:] if ln.split(":")[0].strip() in MAIN_JOB_FIELDS]
-    width = max(len(k) for k in MAIN_JOB_FIELDS)
+    shown = [ln for ln in rec["lines"][1:] if ln.split(":")[0].strip() in MAIN_JOB_SHOWN]
     return [
         f"One run of `{rec['command']}` (commit {str(run['git_commit'])[:7]}, "
-        f"{run['run_seconds']:.0f} s wall), as it prints its summary (selected lines):",
+        f"{run['run_seconds']:.0f} s wall in all), its last progress line and summary "
+        "(selected lines):",
         "",
         "```text",
+        rec["last_progress"],
+        rec["lines"][0],
         *shown,
+        rec["admission"],
         "```",
-        "",
-        *(f"- `{k}`{' ' * (width - len(k))}: {v}" for k, v in MAIN_JOB_FIELDS.items()),
         "",
         "*Generated from the record `records/results/main_job/` "
         "(`python -m experiments.flr2sp.main_job`).*",
