@@ -27,8 +27,17 @@ from experiments.common.doc_blocks import BlockError, fill
 
 __all__ = ["BLOCKS", "DOCS", "QUOTES", "Quote", "render", "update_docs"]
 
-#: Documents whose blocks the report rewrites (relative to the repository root).
-DOCS = ("README.md", "experiments/README.md", "docs/paper-notes.md")
+#: Documents whose blocks the report rewrites (relative to the repository root); a block in any
+#: other tracked Markdown file is refused by ``tests/experiments/test_doc_blocks.py``.
+DOCS = (
+    "README.md",
+    "experiments/README.md",
+    "docs/paper-notes.md",
+    "docs/federated.md",
+    "docs/deployment.md",
+    "docs/cluster.md",
+    "benchmarks/README.md",
+)
 
 
 @dataclass(frozen=True)

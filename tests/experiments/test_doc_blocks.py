@@ -8,6 +8,7 @@ stale figure in a block fails here. The marker mechanism itself is tested on mad
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,25 @@ def test_the_documents_blocks_equal_what_the_records_give(doc: str) -> None:
     text = path.read_text()
     bad = stale(text, lambda n: render(n, report, RECORDS), doc)
     assert not bad, f"{doc}: stale generated blocks {bad}: run `python -m experiments.report`"
+
+
+def test_no_document_outside_docs_has_a_block() -> None:
+    # A block in a file the report does not rewrite would never be refreshed, and its test
+    # would never run. ``notes/`` holds working notes that show the markers as examples.
+    listed = subprocess.run(
+        ["git", "ls-files", "*.md"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    outside = [
+        rel
+        for rel in listed.stdout.split()
+        if rel not in DOCS
+        and not rel.startswith("notes/")
+        and (REPO / rel).exists()
+        and block_names((REPO / rel).read_text(), rel)
+    ]
+    assert not outside, f"generated blocks outside experiments.blocks.DOCS: {outside}"
 
 
 def test_a_changed_record_changes_its_block(tmp_path: Path) -> None:
