@@ -120,15 +120,17 @@ def kill_case(tmp_path: Path, scheme: str, flags: list[str]) -> dict[str, Any]:
     """Start ``scheme`` with 3 workers, SIGKILL worker 1 (the rank ``run.json`` names) after
     its second iteration, wait for the command's end; return what a test or the benchmark
     reads: ``proc``, ``err``, ``ranks``, ``victim``, ``run_dir``, ``summary``, ``done``
-    (iterations per worker in ``workers.csv``) and ``kill_to_end_s``."""
+    (iterations per worker in ``workers.csv``), ``killed_at`` (``time.time()``) and
+    ``kill_to_end_s``."""
     proc = _start(tmp_path, scheme, "--workers", "3", *flags)
     run_dir, ranks = _until("run.json names the ranks", proc, lambda: _roster(tmp_path))
     victim = next(r for r in ranks if r.get("worker") == 1 and r["rank"] != 0)
     _until("two iterations of worker 1", proc, lambda: _iterations(run_dir, 3)[1] >= 2)
     os.kill(victim["pid"], signal.SIGKILL)
-    killed = time.monotonic()
+    killed, killed_at = time.monotonic(), time.time()
     _, err = proc.communicate(timeout=HANG_S)
     return {
+        "killed_at": killed_at,
         "proc": proc,
         "err": err,
         "ranks": ranks,
