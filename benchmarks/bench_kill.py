@@ -6,7 +6,7 @@ Usage::
     .venv/bin/python benchmarks/bench_kill.py --schemes hierarchical gossip --repeats 2
 
 Runs the kill matrix's cases (``tests/cluster/runtime/test_one_command.py``: 3 workers, tiny
-MLP, synthetic data, 40 iterations with a 0.1 s delay each, every timeout at its default) as a
+MLP, synthetic data, 20 iterations with a 0.1 s delay each, every timeout at its default) as a
 user does, through ``python -m fl_r2sp.cluster``, SIGKILLs worker 1 after its second iteration
 and prints per scheme:
 

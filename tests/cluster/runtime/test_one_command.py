@@ -89,10 +89,10 @@ def _gone(pid: int) -> bool:
         return fh.read().split(")")[-1].split()[0] == "Z"
 
 
-PS = ["--servers", "1", "--iterations", "40", "--delays", "0.1,0.1,0.1"]
-REDUCE = ["--iterations", "40", "--delays", "0.1,0.1,0.1"]
+PS = ["--servers", "1", "--iterations", "20", "--delays", "0.1,0.1,0.1"]
+REDUCE = ["--iterations", "20", "--delays", "0.1,0.1,0.1"]
 # Rows reach workers.csv at the period boundaries: a short period lets the kill come early.
-DSSYNC = ["--iterations", "40", "--delays", "0.1,0.1,0.1", "--regroup-period", "5"]
+DSSYNC = ["--iterations", "20", "--delays", "0.1,0.1,0.1", "--regroup-period", "5"]
 #: scheme, its flags (3 workers), expected exit status. Every timeout is the default: the loss
 #: must be found by its evidence (the supervisor's process exit, a closed connection).
 KILLS = [

@@ -120,15 +120,17 @@ class Lead:
             self.t0 = worker.now()
             set_json(self.store, GO_KEY, {})
             self.clock = _stop_at(base.run_timeout_s)
-            if worker.run(self.boundary):
+            trained = worker.run(self.boundary)
+            self.clock.cancel()
+            if self.clock.fired.is_set():  # training ended at the time limit
+                self.timed_out = timeout_reason(base.run_timeout_s)
+            if trained:
                 final = worker.final_average()
         except Exception as exc:  # reported in the summary
             error = f"{type(exc).__name__}: {exc}"
         finally:
             if self.clock is not None:
                 self.clock.cancel()
-        if self.clock is not None and self.clock.fired.is_set():
-            self.timed_out = timeout_reason(base.run_timeout_s)
         elapsed = worker.now() - self.t0
         return self._close(worker, final, elapsed, error)
 
