@@ -168,11 +168,13 @@ class ExitPublisher:
 
 
 def wait_works(works: Sequence[Any], timeout_s: float, peers: Sequence[int],
-               board: ExitBoard | None, broken: Callable[[], str | None] | None = None
-               ) -> None:  # fmt: skip
+               board: ExitBoard | None, broken: Callable[[], str | None] | None = None,
+               owners: Sequence[int] | None = None) -> None:  # fmt: skip
     """Wait for gloo ``works`` as ``work.wait(timeout)`` would, but stop at once when one of
     ``peers`` is gone (``board``) or ``broken()`` names a reason (a peer of the operation gave
-    up on it): the works are then abandoned.
+    up on it): the works are then abandoned. ``owners`` (point-to-point works: the peer of
+    each) lets a work that failed on a closed connection publish its peer as gone
+    (:meth:`ExitBoard.report_closed`), for the ranks that wait on it elsewhere.
 
     gloo offers no safe way to poll (a point-to-point work never reports completion before
     ``wait``, and a ``wait`` that times out closes the pair), so one daemon thread makes the
@@ -191,10 +193,11 @@ def wait_works(works: Sequence[Any], timeout_s: float, peers: Sequence[int],
         return
     done = threading.Event()
     failure: list[BaseException] = []
+    at = [0]  # the work being waited on
 
     def wait_all() -> None:
         try:
-            for work in works:
+            for at[0], work in enumerate(works):
                 work.wait(datetime.timedelta(seconds=timeout_s))
         except BaseException as exc:  # handed to the caller
             failure.append(exc)
@@ -210,6 +213,8 @@ def wait_works(works: Sequence[Any], timeout_s: float, peers: Sequence[int],
         if why is not None:
             raise PeerGone(why, CLOSED)
     if failure:
+        if owners is not None and board is not None and closed_connection(failure[0]):
+            board.report_closed(owners[at[0]], str(failure[0]).splitlines()[0][:200])
         raise failure[0]
 
 
@@ -222,6 +227,7 @@ class Watch:
     board: ExitBoard | None
     broken: Callable[[], str | None] | None = None
 
-    def wait(self, works: Sequence[Any], timeout_s: float) -> None:
-        """:func:`wait_works` on these peers."""
-        wait_works(works, timeout_s, self.peers, self.board, self.broken)
+    def wait(self, works: Sequence[Any], timeout_s: float,
+             owners: Sequence[int] | None = None) -> None:  # fmt: skip
+        """:func:`wait_works` on these peers (``owners``: the peer of each point-to-point work)."""
+        wait_works(works, timeout_s, self.peers, self.board, self.broken, owners)

@@ -183,6 +183,9 @@ def gossip_exchange(
         links.send(nbytes, crosses)
         works.append(dist.isend(out, dst, tag=tag))
         sent += nbytes
-    _wait(works, timeout_s, watch)
+    if watch is not None:  # a closed connection names its peer: publish it for the others
+        watch.wait(works, timeout_s, [src, dst] * len(mine))
+    else:
+        _wait(works, timeout_s, None)
     flat.add_(buffer).mul_(0.5)
     return sent

@@ -107,3 +107,17 @@ def test_one_numbering_names_every_rank(world: int, workers: int, rank: int, nam
     assert w is None or names.rank_of_worker(w, world, workers) == rank
     with pytest.raises(ValueError, match="do not fit"):
         names.rank_name(0, 2, 3)
+
+
+def test_a_point_to_point_work_failing_on_a_closed_connection_names_its_peer(
+    store: tuple,
+) -> None:
+    prefixed, _ = store
+    board = ExitBoard(prefixed, lambda r: names.rank_name(r, 3, 3))
+    ok, closed = _Work(), _Work(RuntimeError("[pair.cc:561] Connection closed by peer [::1]:5"))
+    ok.done.set()
+    closed.done.set()
+    with pytest.raises(RuntimeError, match="closed by peer"):
+        wait_works([ok, closed], 5.0, [2, 1], board, owners=[2, 1])
+    assert list(board.gone([1, 2])) == [1] and board.gone([1])[1]["evidence"] == CLOSED
+    assert board.gone([1])[1]["name"] == "worker 1 (rank 1)"
