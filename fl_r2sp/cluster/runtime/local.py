@@ -12,6 +12,10 @@ reports it in the summary; BSP and OSP end with an error naming it; a lost param
 * Ctrl-C or SIGTERM of the supervisor: every rank is stopped (status ``interrupted``);
 * the run's time limit plus :data:`KILL_GRACE_S` passes: every rank is stopped (``timeout``).
 
+A rank > 0 that ends with a non-zero code (killed, crashed) is published to the job at once
+(:class:`~.common.losses.ExitPublisher`, evidence "process exit"): the ranks waiting on it stop
+waiting within a tenth of a second and its scheme's rule applies, instead of a timeout.
+
 Ranks ignore SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor
 decides); every rank that is left when the supervisor returns is stopped, by its handle
 (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`), so no ending leaves an orphan. A rank's own
