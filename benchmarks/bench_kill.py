@@ -24,7 +24,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,18 +31,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster.runtime.test_one_command import KILLS, kill_case  # noqa: E402
 
 
-def _case(scheme: str, flags: list[str]) -> str:
+def _case(name: str, scheme: str, flags: list[str]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         load0 = os.getloadavg()[0]
         case = kill_case(Path(tmp), scheme, flags)
         load1 = os.getloadavg()[0]
     summary = case["summary"]
-    killed_at = time.time() - case["kill_to_end_s"] - case["ended_ago_s"]
+    killed_at = case["killed_at"]
     lost_at = summary.get("lost_at", {}).get("1")
     loss_s = f"{lost_at - killed_at:6.1f}" if lost_at is not None else "     -"
     evidence = summary.get("lost_evidence", {}).get("1", "-")
     code, status = case["proc"].returncode, summary["status"]
-    return (f"{scheme:<22} {loss_s} {case['kill_to_end_s']:6.1f}  {evidence:<18} "
+    return (f"{name:<22} {loss_s} {case['kill_to_end_s']:6.1f}  {evidence:<18} "
             f"{code:>4} {status:<8} {load0:5.1f} {load1:5.1f}")  # fmt: skip
 
 
@@ -58,7 +57,7 @@ def main() -> None:
     for name, (scheme, flags, _) in zip(names, KILLS, strict=True):
         if name in args.schemes:
             for _ in range(args.repeats):
-                print(_case(scheme, flags).replace(scheme, name, 1), flush=True)
+                print(_case(name, scheme, flags), flush=True)
 
 
 if __name__ == "__main__":
