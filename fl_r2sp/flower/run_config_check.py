@@ -15,6 +15,7 @@ clients and the emulation will parse them, and a ``node-manifest`` read.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,14 +40,31 @@ _SPECS: dict[str, Callable[[str], object]] = {
 }
 
 
+#: ``flwr run``'s own pattern of one ``key=value`` pair (``flwr.common.config``): the text it
+#: leaves unmatched is dropped there without a word.
+_PAIR = re.compile(r"(\S+?)=(\'[^\']*\'|\"[^\"]*\"|\S+)")
+
+
+def malformed_tokens(text: str) -> list[str]:
+    """The words of ``text`` that are not part of a well-formed ``key=value`` pair (``flwr
+    run`` would silently drop them: ``"num-groups= 4"`` gives ``['num-groups=', '4']``)."""
+    return _PAIR.sub(" ", text).split()
+
+
 def parse_overrides(text: str) -> dict[str, Any]:
-    """``key=value ...`` as ``flwr run --run-config`` reads it (TOML values).
+    """``key=value ...`` as ``flwr run --run-config`` reads it (TOML values), except that a
+    token which is not a well-formed pair is refused instead of dropped.
 
     Raises
     ------
     ValueError
-        If the text is not ``key=value`` pairs with TOML values.
+        If the text is not ``key=value`` pairs with TOML values, naming the first bad token.
     """
+    bad = malformed_tokens(text)
+    if bad:
+        raise ValueError(f"--run-config {text!r}: {bad[0]!r} is not a key=value pair (write "
+                         "key=value with no spaces around '=', e.g. num-groups=4; flwr run "
+                         "would silently drop it)")  # fmt: skip
     try:
         return dict(parse_config_args([text]))
     except Exception as exc:  # click.ClickException or a TOML error, depending on the text

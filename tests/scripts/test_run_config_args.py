@@ -27,3 +27,15 @@ def test_chaos_merges_the_users_keys_over_its_own(tmp_path: Path) -> None:
     assert keys["job-timeout"] == 300 and keys["local-iterations"] == 2
     assert keys["attack"] == chaos.ATTACK and keys["clock"] == "wall"
     check_run_config(keys)
+
+
+def test_deploy_local_and_chaos_refuse_a_token_flwr_would_drop(capsys, tmp_path: Path) -> None:
+    chaos = load_chaos()
+    with pytest.raises(SystemExit) as exit_:
+        chaos.dl.parse_args(["--num-supernodes", "2", "--run-config",
+                             "num-groups=2 max-updates=8 extra"])  # fmt: skip
+    assert exit_.value.code == 2
+    assert "'extra' is not a key=value pair" in capsys.readouterr().err
+    args = chaos.parse_args(["--run-config", "num-groups= 4"])
+    with pytest.raises(ValueError, match="'num-groups=' is not a key=value pair"):
+        chaos.run_config(args, tmp_path)

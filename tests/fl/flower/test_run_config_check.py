@@ -51,3 +51,26 @@ def test_the_server_app_checks_every_key_first() -> None:
     context = SimpleNamespace(run_config={"attack": "bogus"})
     with pytest.raises(ValueError, match="attack term 'bogus'"):
         server_main(None, context)  # the grid is never touched
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        ("num-groups= 4", "'num-groups='"),
+        ("num-groups = 2", "'num-groups'"),
+        ("lr=", "'lr='"),
+        ("extra", "'extra'"),
+        ("num-groups=2 max-updates=8 extra", "'extra'"),
+    ],
+)
+def test_a_token_that_flwr_would_drop_is_refused_naming_it(text: str, token: str) -> None:
+    with pytest.raises(ValueError, match="is not a key=value pair") as err:
+        rcc.parse_overrides(text)
+    assert f"{token} is not a key=value pair" in str(err.value)
+    assert rcc.main(["--run-config", text]) == 2  # what scripts/main.sh runs first
+
+
+def test_well_formed_pairs_pass_whatever_their_quoting() -> None:
+    text = "num-groups=2 attack='nan@2,sign-flip@3' delay=\"lognormal(mu=0.1, sigma=0.5)\""
+    assert rcc.malformed_tokens(text) == []
+    assert rcc.parse_overrides(text)["delay"] == "lognormal(mu=0.1, sigma=0.5)"
