@@ -108,9 +108,21 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
             if not text.startswith(f"invalid run config {key}"):
                 text = f"invalid run config {key}={value!r}: {text}"
             raise ValueError(text) from None
+    _check_attack_ids(cfg)
     if cfg.node_manifest:
         read_manifest(cfg.node_manifest)  # its errors name the key and the file
     return cfg
+
+
+def _check_attack_ids(cfg: RunConfig) -> None:
+    """Every client id an ``attack`` term names lies in ``0 .. num-partitions - 1`` (checked
+    before a deployment starts, not by the ServerApp half a minute in)."""
+    n = cfg.num_partitions
+    for term in parse_attack(cfg.attack):
+        bad = sorted(i for i in term.ids or () if not 0 <= i < n)
+        if bad:
+            raise ValueError(f"invalid run config attack={cfg.attack!r}: client ids {bad} are "
+                             f"outside 0..{n - 1} (num-partitions={n})")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

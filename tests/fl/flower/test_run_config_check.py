@@ -20,6 +20,7 @@ from fl_r2sp.flower.server_app import main as server_main
         ("outlier-filter='yes'", ["outlier-filter='yes'", "expected true or false"]),
         ("plots=1", ["plots=1", "expected true or false"]),
         ("group-size=-2", ["group-size=-2", ">= 0"]),
+        ("attack='sign-flip@3,40' num-partitions=32", ["client ids [40]", "0..31"]),
         ("convergence-tol=-1.0", ["convergence-tol=-1.0", ">= 0"]),
         ("attack='bogus'", ["attack term 'bogus'", "sign-flip"]),
         ("delay='weird(x=1)'", ["delay='weird(x=1)'"]),
