@@ -441,8 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     (home / "logs").mkdir()
     app = HERE.parent
     runs = args.run_dir.resolve() if args.run_dir is not None else home / "runs"
-    keys = run_config(args, runs)
-    try:
+    try:  # a malformed token of --run-config is refused here too
+        keys = run_config(args, runs)
         check_run_config(keys)  # before Flower sees it: its refusal names no key
     except ValueError as exc:
         print(f"chaos: {exc}", file=sys.stderr)

@@ -328,6 +328,10 @@ def check_intruders(
             verdicts[b.name] = stranger_verdict(text, seen.output, node, b.key)
             if node in seen.revoked and verdicts[b.name].startswith("refused"):
                 verdicts[b.name] += "; its registration was revoked (--close-registration)"
+            elif node in seen.revoked and not verdicts[b.name].startswith("GOT WORK"):
+                # Revoked before the ServerApp could name it: it joined, and got no work.
+                verdicts[b.name] = (f"refused (node {node}: its registration was revoked by "
+                                    "--close-registration; it got no work)")  # fmt: skip
     for name, verdict in verdicts.items():
         print(f"deploy_local: intruder {name}: {verdict}", flush=True)
     bad = any(not v.startswith("refused") for v in verdicts.values())

@@ -369,7 +369,7 @@ class RunConfig:
                     f"unknown run-config key {key!r}; {hint}accepted keys: "
                     + ", ".join(sorted(cls.keys()))
                 )
-            kwargs[name] = _coerce(known[name], value)
+            kwargs[name] = _coerce(known[name], _strict_bool(known[name], value))
         kwargs.update(overrides)
         cfg = cls(**kwargs)
         cfg.validate()
@@ -438,5 +438,22 @@ class RunConfig:
                 f"not one of {', '.join(map(repr, get_args(alias)))} nor an import path "
                 "'package.module:factory' (docs/user-code.md)",
             )
+        _check(self.group_size >= 0, "group-size", self.group_size, ">= 0 (0 = use num-groups)")
+        _check(self.convergence_tol >= 0, "convergence-tol", self.convergence_tol, ">= 0")
         self.scheme_params()  # the records validate the scheme knobs (one place)
         check_values(self.to_run_config(), self.groups)  # ranges, in a fixed order (one place)
+
+
+def _strict_bool(f: dataclasses.Field[Any], value: Any) -> Any:
+    """A boolean key takes ``true`` or ``false`` only (TOML booleans, or those words in a
+    string): ``'yes'``, ``'1'`` or ``1`` are refused rather than read as true.
+
+    Raises
+    ------
+    ValueError
+        Naming the key and the value.
+    """
+    words = isinstance(value, str) and value.strip().lower() in ("true", "false")
+    if isinstance(f.default, bool) and not isinstance(value, bool) and not words:
+        raise ValueError(f"{_k(f.name)}={value!r}: expected true or false")
+    return value

@@ -67,13 +67,22 @@ def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a("--batch-size", type=int, default=d.batch_size, help=f"initial batch size [{d.batch_size}]")
     a("--lr", type=float, default=d.lr, help=f"learning rate [{d.lr}]")
     a("--iterations", type=int, default=d.max_iterations,
-      help=f"iterations per worker [{d.max_iterations}]")  # fmt: skip
+      help="iterations per worker; the all-reduce family shares a budget of workers x "
+           "iterations among the workers (a fast worker may run more, and the survivors of a "
+           "lost worker share its unused part), reported per worker in the summary's "
+           f"iterations_per_worker [{d.max_iterations}]")  # fmt: skip
     a("--loss-threshold", type=float, default=d.loss_threshold,
       help="stop once the training loss stays below it (0 = off) [0]")  # fmt: skip
     a("--convergence-window", type=int, default=d.convergence_window,
       help=f"iterations below the threshold [{d.convergence_window}]")  # fmt: skip
     a("--seed", type=int, default=d.seed, help=f"seed [{d.seed}]")
-    a("--run-dir", default=d.run_dir, help=f"parent of the run directory [{d.run_dir}]")
+    a("--run-dir", default=d.run_dir,
+      help="parent of the run folder; every family writes the same files there (config.json, "
+           "run.json, summary.json, workers.csv, COMPLETE) and the supervisor writes "
+           f"summary.json of any ending rank 0 did not write up [{d.run_dir}]")  # fmt: skip
+    a("--no-plots", action="store_true",
+      help="do not draw the figures at the end (gantt.png in every family, gaps.png in a "
+           "parameter-server run)")  # fmt: skip
 
 
 def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
@@ -93,9 +102,12 @@ def _emulation_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
       help="worker devices round-robin: cpu, cuda, cuda:0,cuda:1 [cpu]")  # fmt: skip
     a("--threads", type=int, default=d.threads, help=f"torch threads per rank [{d.threads}]")
     a("--timeout", type=float, default=d.timeout_s,
-      help=f"longest single blocking wait, s [{d.timeout_s:.0f}]")  # fmt: skip
+      help="longest single blocking wait on a peer that hangs without dying, s (a peer whose "
+           f"process ended is dropped at once) [{d.timeout_s:.0f}]")  # fmt: skip
     a("--run-timeout", type=float, default=d.run_timeout_s,
-      help=f"wall limit of the run, s [{d.run_timeout_s:.0f}]")  # fmt: skip
+      help="wall limit of the training, s, in every family: the workers stop, rank 0 writes "
+           "the summary with status timeout, and the command exits 124 "
+           f"[{d.run_timeout_s:.0f}]")  # fmt: skip
     a("--launch-method", choices=("forkserver", "spawn"), default="forkserver",
       help="how python -m fl_r2sp.cluster starts rank processes (forkserver imports torch once; "
            "ignored under torchrun) [forkserver]")  # fmt: skip

@@ -12,6 +12,10 @@ reports it in the summary; BSP and OSP end with an error naming it; a lost param
 * Ctrl-C or SIGTERM of the supervisor: every rank is stopped (status ``interrupted``);
 * the run's time limit plus :data:`KILL_GRACE_S` passes: every rank is stopped (``timeout``).
 
+A rank > 0 that ends with a non-zero code (killed, crashed) is published to the job at once
+(:class:`~.common.losses.ExitPublisher`, evidence "process exit"): the ranks waiting on it stop
+waiting within a tenth of a second and its scheme's rule applies, instead of a timeout.
+
 Ranks ignore SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor
 decides); every rank that is left when the supervisor returns is stopped, by its handle
 (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`), so no ending leaves an orphan. A rank's own
@@ -31,16 +35,19 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT, timeout_reason
+from fl_r2sp.cluster.runtime.common.losses import EXIT, ExitPublisher
 from fl_r2sp.cluster.runtime.common.run_config import RunConfig
 from fl_r2sp.cluster.runtime.common.run_dir import RUN_DIR_ENV, make_run_dir, run_name
 from fl_r2sp.cluster.runtime.rank import run_rank
@@ -73,6 +80,9 @@ class LocalRun:
         lost), "interrupted" (SIGINT/SIGTERM) or "timeout".
     reason : str or None
         Why the run ended when rank 0 did not say it.
+    exited : dict of int to str
+        Rank -> how it ended, for every rank > 0 the supervisor saw end with a non-zero code
+        while the run went on (published to the ranks at once).
     """
 
     summary: dict[str, Any] | None
@@ -81,6 +91,7 @@ class LocalRun:
     run_dir: Path
     ending: str = "finished"
     reason: str | None = None
+    exited: dict[int, str] = field(default_factory=dict)
 
 
 def free_port() -> int:
@@ -105,12 +116,8 @@ def base_of(cfg: RunConfig) -> ClusterConfig:
 
 
 def rank_name(cfg: RunConfig, rank: int) -> str:
-    """'parameter server s (rank r)' or 'worker w (rank r)': the ranks below
-    ``world_size - workers`` are parameter servers (none in a run without)."""
-    servers = cfg.world_size - base_of(cfg).workers
-    if rank < servers:
-        return f"parameter server {rank} (rank {rank})"
-    return f"worker {rank - servers} (rank {rank})"
+    """'parameter server s (rank r)' or 'worker w (rank r)' (:func:`.common.names.rank_name`)."""
+    return names.rank_name(rank, cfg.world_size, base_of(cfg).workers)
 
 
 def exit_text(code: int) -> str:
@@ -125,6 +132,11 @@ def _rank_main(cfg: RunConfig, url: str, rank: int, world: int, env: dict[str, s
     summary = run_rank(cfg, init_method=url, rank=rank, world_size=world, local_rank=rank)
     if summary is not None:
         out.put(summary)
+    # Leave now: a gloo operation abandoned because its peer died would otherwise hold the
+    # interpreter's exit (its process group's destructor) until gloo's own timeout.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_local(
@@ -151,7 +163,8 @@ def run_local(
     if start_method == "forkserver":
         ctx.set_forkserver_preload(["torch", "fl_r2sp.cluster.runtime.rank"])
     out = ctx.SimpleQueue()
-    url = f"tcp://127.0.0.1:{free_port()}"
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
     rank_env = {**(env or {}), RUN_DIR_ENV: str(run_dir)}
     procs = [
         ctx.Process(
@@ -166,10 +179,12 @@ def run_local(
         try:
             for p in procs:
                 p.start()
-            run = _watch(cfg, procs, out, stopped, t0 + cfg.run_timeout_s + KILL_GRACE_S)
+            exits = ExitPublisher("127.0.0.1", port)
+            run = _watch(cfg, procs, out, stopped, t0 + cfg.run_timeout_s + KILL_GRACE_S, exits)
         finally:
             _stop_all(procs)
     run.exitcodes = [p.exitcode for p in procs]
+    run.exited = {r: exits.published[r] for r in sorted(exits.published)}
     run.wall_s, run.run_dir = time.monotonic() - t0, run_dir
     if run.summary is None:
         record_ending(run_dir, cfg, run)
@@ -177,9 +192,11 @@ def run_local(
 
 
 def _watch(cfg: RunConfig, procs: list[Any], out: Any, stopped: threading.Event,
-           deadline: float) -> LocalRun:  # fmt: skip
+           deadline: float, exits: ExitPublisher) -> LocalRun:  # fmt: skip
     """Wait until every rank has ended, rank 0 has ended (without summary: failed; with one:
-    the others get :data:`LEAVE_GRACE_S`), a signal came, or the deadline passed."""
+    the others get :data:`LEAVE_GRACE_S`), a signal came, or the deadline passed. A rank > 0
+    that ends with a non-zero code is published at once (:mod:`.common.losses`): the ranks
+    waiting on it stop waiting and its scheme's rule decides."""
     summary: dict[str, Any] | None = None
     left_at: float | None = None
 
@@ -204,11 +221,21 @@ def _watch(cfg: RunConfig, procs: list[Any], out: Any, stopped: threading.Event,
                                      "run's summary; the run cannot go on without it")  # fmt: skip
         if all(p.exitcode is not None for p in procs):
             return outcome("finished")
+        if code is None:
+            _publish_exits(cfg, procs, exits)
         if code is not None:
             left_at = now if left_at is None else left_at
             if now - left_at > LEAVE_GRACE_S:
                 return outcome("finished")
         procs[0].join(0.1)
+
+
+def _publish_exits(cfg: RunConfig, procs: list[Any], exits: ExitPublisher) -> None:
+    """Publish every rank > 0 that ended with a non-zero code and is not yet published."""
+    for r, p in enumerate(procs[1:], start=1):
+        code = p.exitcode
+        if code not in (None, 0) and r not in exits.published:
+            exits.publish(r, rank_name(cfg, r), exit_text(code))
 
 
 @contextmanager
@@ -248,18 +275,20 @@ def record_ending(run_dir: Path, cfg: RunConfig, run: LocalRun) -> dict[str, Any
     The summary holds ``status`` (the ending), ``reason``, the exit code of every rank (named)
     and the iterations per worker found in the rows flushed to ``workers.csv``.
     """
-    from fl_r2sp.cluster.telemetry import plots_or_warn, read_json, read_rows
+    from fl_r2sp.cluster.telemetry import iterations_per_worker, plots_or_warn, read_json, read_rows
 
     base = base_of(cfg)
     rows = read_rows(run_dir / "workers.csv") if (run_dir / "workers.csv").is_file() else []
-    per_worker = [0] * base.workers
-    for row in rows:
-        per_worker[int(row["worker"])] += 1
+    lost = {names.worker_of_rank(r, cfg.world_size, base.workers): why
+            for r, why in run.exited.items()}  # fmt: skip
     summary = {
         "status": run.ending, "reason": run.reason, "error": run.reason,
         "scheme": cfg.scheme_name, "workers": base.workers,
         "exitcodes": {rank_name(cfg, r): c for r, c in enumerate(run.exitcodes)},
-        "iterations_per_worker": per_worker, "wall_s": run.wall_s, "run_dir": str(run_dir),
+        "iterations_per_worker": iterations_per_worker(rows, base.workers),
+        "lost_workers": {str(w): why for w, why in lost.items() if w is not None},
+        "lost_evidence": {str(w): EXIT for w in lost if w is not None},
+        "wall_s": run.wall_s, "run_dir": str(run_dir),
     }  # fmt: skip
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     doc = read_json(run_dir / "run.json")

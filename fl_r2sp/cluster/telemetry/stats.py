@@ -104,3 +104,12 @@ def read_rows(path: str | Path) -> list[dict[str, str]]:
     """The rows of one of the run's CSV files (values stay strings; empty file: [])."""
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
+
+
+def iterations_per_worker(worker_rows: Iterable[Row], workers: int) -> list[int]:
+    """Rows (completed iterations) per worker, ``[n_0, ..., n_{N-1}]``: the summary field every
+    family writes (the supervisor counts the rows flushed to ``workers.csv`` the same way)."""
+    counts = [0] * workers
+    for row in worker_rows:
+        counts[int(row["worker"])] += 1
+    return counts

@@ -16,6 +16,7 @@ clients and the emulation will parse them, a ``node-manifest`` read, and a user'
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -41,14 +42,31 @@ _SPECS: dict[str, Callable[[str], object]] = {
 }
 
 
+#: ``flwr run``'s own pattern of one ``key=value`` pair (``flwr.common.config``): the text it
+#: leaves unmatched is dropped there without a word.
+_PAIR = re.compile(r"(\S+?)=(\'[^\']*\'|\"[^\"]*\"|\S+)")
+
+
+def malformed_tokens(text: str) -> list[str]:
+    """The words of ``text`` that are not part of a well-formed ``key=value`` pair (``flwr
+    run`` would silently drop them: ``"num-groups= 4"`` gives ``['num-groups=', '4']``)."""
+    return _PAIR.sub(" ", text).split()
+
+
 def parse_overrides(text: str) -> dict[str, Any]:
-    """``key=value ...`` as ``flwr run --run-config`` reads it (TOML values).
+    """``key=value ...`` as ``flwr run --run-config`` reads it (TOML values), except that a
+    token which is not a well-formed pair is refused instead of dropped.
 
     Raises
     ------
     ValueError
-        If the text is not ``key=value`` pairs with TOML values.
+        If the text is not ``key=value`` pairs with TOML values, naming the first bad token.
     """
+    bad = malformed_tokens(text)
+    if bad:
+        raise ValueError(f"--run-config {text!r}: {bad[0]!r} is not a key=value pair (write "
+                         "key=value with no spaces around '=', e.g. num-groups=4; flwr run "
+                         "would silently drop it)")  # fmt: skip
     try:
         return dict(parse_config_args([text]))
     except Exception as exc:  # click.ClickException or a TOML error, depending on the text
@@ -92,10 +110,22 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
             if not text.startswith(f"invalid run config {key}"):
                 text = f"invalid run config {key}={value!r}: {text}"
             raise ValueError(text) from None
+    _check_attack_ids(cfg)
     if cfg.node_manifest:
         read_manifest(cfg.node_manifest)  # its errors name the key and the file
     check_user_code(cfg)  # a user's model / dataset import path, against its contract
     return cfg
+
+
+def _check_attack_ids(cfg: RunConfig) -> None:
+    """Every client id an ``attack`` term names lies in ``0 .. num-partitions - 1`` (checked
+    before a deployment starts, not by the ServerApp half a minute in)."""
+    n = cfg.num_partitions
+    for term in parse_attack(cfg.attack):
+        bad = sorted(i for i in term.ids or () if not 0 <= i < n)
+        if bad:
+            raise ValueError(f"invalid run config attack={cfg.attack!r}: client ids {bad} are "
+                             f"outside 0..{n - 1} (num-partitions={n})")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

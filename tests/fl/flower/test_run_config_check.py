@@ -17,6 +17,11 @@ from fl_r2sp.fl.flower.server_app import main as server_main
         ("num-groups='abc'", ["num-groups='abc'", "expected an integer"]),
         ("fraction='half'", ["fraction='half'", "expected a number"]),
         ("plots='maybe'", ["plots='maybe'", "expected true or false"]),
+        ("outlier-filter='yes'", ["outlier-filter='yes'", "expected true or false"]),
+        ("plots=1", ["plots=1", "expected true or false"]),
+        ("group-size=-2", ["group-size=-2", ">= 0"]),
+        ("attack='sign-flip@3,40' num-partitions=32", ["client ids [40]", "0..31"]),
+        ("convergence-tol=-1.0", ["convergence-tol=-1.0", ">= 0"]),
         ("attack='bogus'", ["attack term 'bogus'", "sign-flip"]),
         ("delay='weird(x=1)'", ["delay='weird(x=1)'"]),
         ("dropout='bernoulli(p=2)'", ["dropout='bernoulli(p=2)'", "probability"]),
@@ -51,3 +56,26 @@ def test_the_server_app_checks_every_key_first() -> None:
     context = SimpleNamespace(run_config={"attack": "bogus"})
     with pytest.raises(ValueError, match="attack term 'bogus'"):
         server_main(None, context)  # the grid is never touched
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        ("num-groups= 4", "'num-groups='"),
+        ("num-groups = 2", "'num-groups'"),
+        ("lr=", "'lr='"),
+        ("extra", "'extra'"),
+        ("num-groups=2 max-updates=8 extra", "'extra'"),
+    ],
+)
+def test_a_token_that_flwr_would_drop_is_refused_naming_it(text: str, token: str) -> None:
+    with pytest.raises(ValueError, match="is not a key=value pair") as err:
+        rcc.parse_overrides(text)
+    assert f"{token} is not a key=value pair" in str(err.value)
+    assert rcc.main(["--run-config", text]) == 2  # what scripts/main.sh runs first
+
+
+def test_well_formed_pairs_pass_whatever_their_quoting() -> None:
+    text = "num-groups=2 attack='nan@2,sign-flip@3' delay=\"lognormal(mu=0.1, sigma=0.5)\""
+    assert rcc.malformed_tokens(text) == []
+    assert rcc.parse_overrides(text)["delay"] == "lognormal(mu=0.1, sigma=0.5)"

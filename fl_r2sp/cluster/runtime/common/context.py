@@ -18,6 +18,7 @@ import torch.distributed as dist
 from torch.distributed.distributed_c10d import Store
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common import protocol as P
 
 
@@ -66,13 +67,13 @@ class RankContext:
         return time.time() - self.epoch
 
     def describe(self, rank: int) -> str:
-        """'worker w (rank r)' or 'parameter server s (rank r)'."""
-        s = self.cfg.servers
-        return (
-            f"parameter server {rank} (rank {rank})"
-            if rank < s
-            else (f"worker {rank - s} (rank {rank})")
-        )
+        """'worker w (rank r)' or 'parameter server s (rank r)' (:func:`.names.rank_name`:
+        under OSP-C worker w is rank w)."""
+        return names.rank_name(rank, self.world_size, self.cfg.workers)
+
+    def rank_of(self, worker: int) -> int:
+        """Global rank of worker ``worker`` (:func:`.names.rank_of_worker`)."""
+        return names.rank_of_worker(worker, self.world_size, self.cfg.workers)
 
 
 def new_store() -> Store:

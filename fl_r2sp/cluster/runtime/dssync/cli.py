@@ -21,7 +21,7 @@ from fl_r2sp.cluster.runtime.common.cli_values import links_text, parse_floats
 from fl_r2sp.cluster.runtime.dssync.config import SCENARIOS, DSSyncRunConfig, scenario
 
 #: Flags (argparse dests) that only DS-Sync itself uses.
-DSSYNC_ONLY: tuple[str, ...] = ("regroup_period", "slowness", "no_regroup")
+DSSYNC_ONLY: tuple[str, ...] = ("slowness", "no_regroup")
 
 
 def parse_racks(text: str) -> tuple[tuple[int, ...], ...]:
@@ -49,7 +49,9 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
       help="per-worker NIC caps, MB/s (0 = none) [none]")  # fmt: skip
     a("--uplink-caps", type=parse_floats, default=(), help="per-rack uplink caps, MB/s [none]")
     a("--regroup-period", type=int, default=p.period,
-      help=f"dssync: iterations between regroups (and liveness checks) [{p.period}]")  # fmt: skip
+      help="iterations between period boundaries, where every scheme of the family writes its "
+           "rows and drops lost workers, and dssync regroups "
+           f"[{p.period}]")  # fmt: skip
     a(
         "--slowness",
         type=float,
@@ -63,7 +65,8 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
         "--boundary-timeout",
         type=float,
         default=d.boundary_timeout_s,
-        help=f"wait for the workers' reports at a boundary, s [{d.boundary_timeout_s:.0f}]",
+        help="wait for a hung worker's report at a boundary, s; a worker whose process ended "
+        "is dropped at once (0 = 3 x --timeout; at least 2 x --timeout) [0]",
     )
 
 

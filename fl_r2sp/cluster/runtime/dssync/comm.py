@@ -24,9 +24,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from fl_r2sp.cluster.runtime.common.losses import Watch
 from fl_r2sp.cluster.runtime.common.throttle import chunk_views
 from fl_r2sp.cluster.runtime.dssync.links import WorkerLinks
 from fl_r2sp.cluster.runtime.peer.subgroups import ring_bytes
+
+#: Gossip tags are taken modulo this (gloo tags are 32-bit ints).
+TAG_SPACE = 2**30
 
 
 def _pieces(flat: torch.Tensor, links: WorkerLinks, chunk_bytes: int) -> list[torch.Tensor]:
@@ -36,7 +40,11 @@ def _pieces(flat: torch.Tensor, links: WorkerLinks, chunk_bytes: int) -> list[to
     return chunk_views(flat, chunk_bytes) if capped else [flat]
 
 
-def _wait(works: Sequence[Any], timeout_s: float) -> None:
+def _wait(works: Sequence[Any], timeout_s: float, watch: Watch | None) -> None:
+    """Wait for ``works``; with a ``watch``, stop as soon as a peer is known to be gone."""
+    if watch is not None:
+        watch.wait(works, timeout_s)
+        return
     timeout = datetime.timedelta(seconds=timeout_s)
     for work in works:
         work.wait(timeout)
@@ -58,11 +66,13 @@ def group_average(
     rack_of: Mapping[int, int],
     chunk_bytes: int,
     timeout_s: float,
+    watch: Watch | None = None,
 ) -> int:
     """Replace ``flat`` by the mean over ``members`` (``pg`` is their group; None for one).
 
     Returns the bytes charged as sent. Raises gloo's RuntimeError when a member fails or the
-    timeout passes (``flat`` is then undefined: the caller restores it).
+    timeout passes, and :class:`~fl_r2sp.cluster.runtime.common.losses.PeerGone` as soon as
+    ``watch`` sees a member gone (``flat`` is then undefined: the caller restores it).
     """
     m = len(members)
     if m == 1:
@@ -75,7 +85,7 @@ def group_average(
         links.send(nbytes, crosses)
         works.append(pg.allreduce([piece]))
         sent += nbytes
-    _wait(works, timeout_s)
+    _wait(works, timeout_s, watch)
     return sent
 
 
@@ -94,6 +104,7 @@ def hierarchical_average(
     num_workers: int,
     chunk_bytes: int,
     timeout_s: float,
+    watch: Watch | None = None,
 ) -> int:
     """Replace ``flat`` by the mean over every live worker, rack by rack (module docstring).
 
@@ -113,7 +124,7 @@ def hierarchical_average(
             links.send(_half(piece, m), False)
             works.append(rack_pg.reduce([piece], opts))
             sent += _half(piece, m)
-        _wait(works, timeout_s)
+        _wait(works, timeout_s, watch)
     if rank == leader:
         c = len(leaders)
         if c > 1:
@@ -123,7 +134,7 @@ def hierarchical_average(
                 links.send(nbytes, True)
                 works.append(leader_pg.allreduce([piece]))
                 sent += nbytes
-            _wait(works, timeout_s)
+            _wait(works, timeout_s, watch)
         flat.mul_(1.0 / num_workers)
     if m > 1:
         works = []
@@ -133,7 +144,7 @@ def hierarchical_average(
             links.send(_half(piece, m), False)
             works.append(rack_pg.broadcast([piece], bopts))
             sent += _half(piece, m)
-        _wait(works, timeout_s)
+        _wait(works, timeout_s, watch)
     return sent
 
 
@@ -146,11 +157,16 @@ def gossip_exchange(
     rack_of: Mapping[int, int],
     chunk_bytes: int,
     timeout_s: float,
+    watch: Watch | None = None,
+    round_: int = 0,
 ) -> int:
     """Send ``flat`` to ``peers[0]``, receive ``peers[1]``'s model, average the two.
 
-    Point-to-point on the default (world) group, one tag per chunk; ``buffer`` is scratch of
-    ``flat``'s shape. Returns the bytes charged as sent.
+    Point-to-point on the default (world) group, one tag per chunk and round (``round_``, the
+    iteration): a receive left posted by a failed exchange (a peer died) keeps its tag and
+    must not swallow a later round's message, which gloo would otherwise hand it (measured:
+    the next exchange between two live ranks then hangs). ``buffer`` is scratch of ``flat``'s
+    shape. Returns the bytes charged as sent.
     """
     dst, src = peers
     if dst == rank:
@@ -159,12 +175,17 @@ def gossip_exchange(
     mine = _pieces(flat, links, chunk_bytes)
     theirs = chunk_views(buffer, chunk_bytes) if len(mine) > 1 else [buffer]
     works, sent = [], 0
-    for tag, (out, into) in enumerate(zip(mine, theirs, strict=True)):
+    first = (round_ * len(mine)) % (TAG_SPACE - len(mine))
+    for i, (out, into) in enumerate(zip(mine, theirs, strict=True)):
+        tag = first + i
         works.append(dist.irecv(into, src, tag=tag))
         nbytes = out.numel() * out.element_size()
         links.send(nbytes, crosses)
         works.append(dist.isend(out, dst, tag=tag))
         sent += nbytes
-    _wait(works, timeout_s)
+    if watch is not None:  # a closed connection names its peer: publish it for the others
+        watch.wait(works, timeout_s, [src, dst] * len(mine))
+    else:
+        _wait(works, timeout_s, None)
     flat.add_(buffer).mul_(0.5)
     return sent

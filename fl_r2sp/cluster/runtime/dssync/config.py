@@ -37,6 +37,12 @@ SCENARIOS: tuple[str, ...] = ("S1", "S2", "S3")
 Racks = tuple[tuple[int, ...], ...]
 
 
+#: The derived boundary timeout, in ``timeout_s`` (``boundary_timeout_s = 0``).
+BOUNDARY_TIMEOUTS = 3.0
+#: The least boundary timeout accepted, in ``timeout_s``.
+MIN_BOUNDARY_TIMEOUTS = 2.0
+
+
 @dataclass(frozen=True)
 class DSSyncRunConfig(PeerRunMixin):
     """A DS-Sync-family run (defaults in brackets).
@@ -62,10 +68,14 @@ class DSSyncRunConfig(PeerRunMixin):
     regroup : bool [True]
         DS-Sync only: adjust the pattern at period boundaries from measured times (False
         keeps ``initGroups``' static pattern).
-    boundary_timeout_s : float [60.0]
-        How long rank 0 waits at a period boundary for the other workers' reports before it
-        declares the missing ones lost (it must exceed a few ``timeout_s``: a worker whose group
-        lost a member spends up to one timeout per failed reduce before reaching the boundary).
+    boundary_timeout_s : float [0.0]
+        How long rank 0 waits at a period boundary for a live worker's report before it
+        declares the worker lost, for a worker that hangs without dying (one whose process
+        ended is dropped at once). 0 derives it: :data:`BOUNDARY_TIMEOUTS` x ``timeout_s``
+        (:attr:`boundary_wait_s`). A value below :data:`MIN_BOUNDARY_TIMEOUTS` x ``timeout_s``
+        is refused: a worker whose group has a hung member waits up to one ``timeout_s`` per
+        failed synchronisation before it reaches the boundary, and would be dropped though
+        alive.
     """
 
     base: ClusterConfig = field(default_factory=ClusterConfig)
@@ -75,12 +85,18 @@ class DSSyncRunConfig(PeerRunMixin):
     nic_mb_s: tuple[float, ...] = ()
     uplink_mb_s: tuple[float, ...] = ()
     regroup: bool = True
-    boundary_timeout_s: float = 60.0
+    boundary_timeout_s: float = 0.0
 
     @property
     def scheme_name(self) -> str:
         """The ``--scheme`` this run plays (the scheme table's key)."""
         return self.scheme
+
+    @property
+    def boundary_wait_s(self) -> float:
+        """The boundary timeout in force: the given one, or :data:`BOUNDARY_TIMEOUTS` x
+        ``base.timeout_s``."""
+        return self.boundary_timeout_s or BOUNDARY_TIMEOUTS * self.base.timeout_s
 
     def rack_map(self) -> Racks:
         """The racks, or one rack of everyone when none are given."""
@@ -111,9 +127,21 @@ class DSSyncRunConfig(PeerRunMixin):
                 raise ValueError(f"{name} needs {size} finite values >= 0, got {caps}")
         if not isinstance(self.regroup, bool):
             raise ValueError(f"regroup must be a bool, got {self.regroup!r}")
-        if not (math.isfinite(self.boundary_timeout_s) and self.boundary_timeout_s > 0):
-            raise ValueError(f"boundary_timeout_s must be > 0, got {self.boundary_timeout_s!r}")
+        self._check_boundary_timeout()
         return self
+
+    def _check_boundary_timeout(self) -> None:
+        given, least = self.boundary_timeout_s, MIN_BOUNDARY_TIMEOUTS * self.base.timeout_s
+        if not (math.isfinite(given) and given >= 0):
+            raise ValueError(f"boundary_timeout_s must be >= 0 (0 = derived), got {given!r}")
+        if 0 < given < least:
+            raise ValueError(
+                f"--boundary-timeout {given:g} s is shorter than {MIN_BOUNDARY_TIMEOUTS:g} x "
+                f"--timeout ({self.base.timeout_s:g} s): a worker whose group has a hung member "
+                "waits up to one --timeout per failed synchronisation before it reaches the "
+                f"boundary and would be dropped though alive; give --boundary-timeout >= "
+                f"{least:g}, a smaller --timeout, or leave --boundary-timeout at 0 (derived: "
+                f"{BOUNDARY_TIMEOUTS:g} x --timeout)")  # fmt: skip
 
     def caveats(self) -> list[str]:
         """Warnings about settings a user may mean: one explicit rack (DS-Sync and hierarchical

@@ -13,10 +13,10 @@ synchronisation, per worker).
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import math
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -27,20 +27,24 @@ from torch import nn
 
 from fl_r2sp.cluster.config import num_classes_of
 from fl_r2sp.cluster.models import build_model
+from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common.context import new_store, set_json, wait_get
-from fl_r2sp.cluster.runtime.common.job import leave
+from fl_r2sp.cluster.runtime.common.job import leave, timeout_reason
+from fl_r2sp.cluster.runtime.common.losses import EXIT, LOOK_S, TIMEOUT, ExitBoard, reason_of
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
 from fl_r2sp.cluster.runtime.dssync.plan import Plan, View, decide
 from fl_r2sp.cluster.runtime.dssync.worker import (
     GO_KEY,
+    STOP_KEY,
     DSSyncWorker,
     exchange_boundary,
+    final_key,
     plan_key,
     report_key,
     up_key,
 )
 from fl_r2sp.cluster.runtime.peer.rank import initial_flat, open_run, run_peer_rank
-from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
+from fl_r2sp.cluster.telemetry import ClusterRunWriter, iterations_per_worker, plots_or_warn
 
 
 def run_dssync_rank(
@@ -74,7 +78,7 @@ def _play(cfg: DSSyncRunConfig, rank: int, local_rank: int) -> dict[str, Any] | 
     set_json(store, up_key(rank), {})
     if rank != 0:
         wait_get(store, GO_KEY, base.timeout_s, delete=False)
-        wait_s = cfg.boundary_timeout_s + base.timeout_s
+        wait_s = cfg.boundary_wait_s + base.timeout_s
         try:
             if worker.run(lambda b, rep: exchange_boundary(store, rank, b, rep, wait_s)):
                 worker.final_average()
@@ -95,6 +99,13 @@ class Lead:
         self.cfg, self.store, self.run_dir, self.num_params = cfg, store, run_dir, num_params
         self.plan = Plan(tuple(range(cfg.world_size)))
         self.t0 = 0.0
+        n = cfg.world_size
+        self.board = ExitBoard(store, lambda r: names.rank_name(r, n, n))
+        self.lost: dict[int, str] = {}  # worker -> why it was dropped
+        self.clock: _StopTimer | None = None
+        self.timed_out: str | None = None
+        self.evidence: dict[int, str] = {}  # worker -> how its loss was known
+        self.lost_at: dict[int, float] = {}  # worker -> time.time() it was dropped
         # Rows reach workers.csv at each boundary, so a run that fails keeps them.
         self.writer = ClusterRunWriter(run_dir, config=cfg.to_dict())
 
@@ -108,23 +119,53 @@ class Lead:
                             datetime.timedelta(seconds=base.timeout_s))  # fmt: skip
             self.t0 = worker.now()
             set_json(self.store, GO_KEY, {})
-            if worker.run(self.boundary):
+            self.clock = _stop_at(base.run_timeout_s)
+            trained = worker.run(self.boundary)
+            self.clock.cancel()
+            if self.clock.fired.is_set():  # training ended at the time limit
+                self.timed_out = timeout_reason(base.run_timeout_s)
+            if trained:
                 final = worker.final_average()
         except Exception as exc:  # reported in the summary
             error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if self.clock is not None:
+                self.clock.cancel()
         elapsed = worker.now() - self.t0
         return self._close(worker, final, elapsed, error)
 
+    def collect(self, b: int, report: dict[str, Any]) -> dict[int, dict[str, Any]]:
+        """The live workers' reports at boundary ``b``: each until it arrives, its worker is
+        known to be gone (then lost at once, with the evidence), or the boundary timeout
+        passes (lost, evidence "timeout": it may hang without dying)."""
+        reports, wait_s = {0: report}, self.cfg.boundary_wait_s
+        waiting = [w for w in self.plan.live if w != 0]
+        deadline = time.monotonic() + wait_s
+        while waiting:
+            for w in list(waiting):
+                if self.store.check([report_key(b, w)]):
+                    reports[w] = wait_get(self.store, report_key(b, w), 1.0)
+                    waiting.remove(w)
+                elif (seen := self.board.gone([w])) and not self.store.check([report_key(b, w)]):
+                    # (a report set just before it died is read on the next pass)
+                    self._lose(w, reason_of(seen[w]), str(seen[w].get("evidence", EXIT)))
+                    waiting.remove(w)
+            if waiting and time.monotonic() > deadline:
+                for w in waiting:
+                    self._lose(w, f"no report at boundary {b} within {wait_s:.0f}s", TIMEOUT)
+                break
+            if waiting:
+                time.sleep(LOOK_S / 5)
+        return reports
+
+    def _lose(self, w: int, why: str, evidence: str) -> None:
+        self.lost[w], self.evidence[w], self.lost_at[w] = why, evidence, time.time()
+        print(f"[lead] lost {names.rank_name(w, self.cfg.world_size, self.cfg.world_size)}: "
+              f"{why}", flush=True)  # fmt: skip
+
     def boundary(self, b: int, report: dict[str, Any]) -> Plan:
-        """Collect the live workers' reports (bounded), decide, publish the next plan."""
-        reports = {0: report}
-        deadline = time.monotonic() + self.cfg.boundary_timeout_s
-        for w in self.plan.live:
-            if w == 0:
-                continue
-            left = max(0.001, deadline - time.monotonic())
-            with contextlib.suppress(TimeoutError):
-                reports[w] = wait_get(self.store, report_key(b, w), left)
+        """Collect the live workers' reports (:meth:`collect`), decide, publish the next plan."""
+        reports = self.collect(b, report)
         rows = sorted((r for rep in reports.values() for r in rep.get("rows", [])),
                       key=lambda r: (r["t_start"], r["worker"]))  # fmt: skip
         for row in rows:
@@ -142,6 +183,8 @@ class Lead:
             "failed_syncs": sum(int(r.get("failed", 0)) for r in reports.values()),
             "period": view.pattern.period,
         }])  # fmt: skip
+        if self.clock is not None and self.clock.fired.is_set() and b >= 0:
+            set_json(self.store, final_key(b), {})  # before the plan: workers read it after
         set_json(self.store, plan_key(b), plan.to_json())
         self.plan = plan
         return plan
@@ -150,16 +193,22 @@ class Lead:
                elapsed: float, error: str | None) -> dict[str, Any]:  # fmt: skip
         base = self.cfg.base
         writer = self.writer
+        ok = "completed" if self.timed_out is None else self.timed_out
         summary: dict[str, Any] = {
-            "status": "failed" if error or final is None else "ok",
+            "status": ("failed" if error or final is None else
+                       "ok" if self.timed_out is None else "timeout"),  # fmt: skip
             "error": error or (None if final is not None else "rank 0 was left out"),
-            "reason": error or ("completed" if final is not None else "rank 0 was left out"),
+            "reason": error or (ok if final is not None else "rank 0 was left out"),
             "scheme": self.cfg.scheme, "workers": base.workers, "model": base.model,
             "dataset": base.dataset, "parameters": self.num_params, "elapsed_s": elapsed,
             "racks": [list(r) for r in self.cfg.rack_map()],
             "nic_mb_s": list(self.cfg.nic_mb_s), "uplink_mb_s": list(self.cfg.uplink_mb_s),
-            "t_started": self.t0, "lost_workers": sorted(set(range(base.workers))
-                                                         - set(self.plan.live)),
+            "t_started": self.t0,
+            "iterations_per_worker": iterations_per_worker(writer.workers, base.workers),
+            "lost_workers": {str(w): self.lost.get(w, "left out at a boundary")
+                             for w in sorted(set(range(base.workers)) - set(self.plan.live))},
+            "lost_evidence": {str(w): ev for w, ev in sorted(self.evidence.items())},
+            "lost_at": {str(w): at for w, at in sorted(self.lost_at.items())},
             **row_stats(writer.workers), "boundaries": len(writer.trace),
             "last_boundary": writer.trace[-1] if writer.trace else None,
             "run_dir": str(self.run_dir),
@@ -191,6 +240,25 @@ class Lead:
             return {}
         out = evaluate(model, test.x, test.y, base.eval_samples, torch.device("cpu"), base.seed)
         return {f"{name}_{k}": v for k, v in out.items()}
+
+
+class _StopTimer(threading.Timer):
+    """Publishes :data:`STOP_KEY` when the run's time limit passes (``fired`` is then set)."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__(limit_s, self._stop)
+        self.daemon = True
+        self.fired = threading.Event()
+
+    def _stop(self) -> None:
+        self.fired.set()
+        set_json(new_store(), STOP_KEY, {})
+
+
+def _stop_at(limit_s: float) -> _StopTimer:
+    timer = _StopTimer(limit_s)
+    timer.start()
+    return timer
 
 
 def row_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,24 +14,31 @@ rank 0 its reduce records (group, seconds) and telemetry rows of the period; ran
 next :class:`~.plan.Plan` (:func:`~.plan.decide`) and publishes it. After the last
 boundary the live workers average their EMA copies and their models over everyone.
 
-Faults: a failed reduce (a member died or the timeout passed) restores the parameters from
-before it and marks the member set broken for this worker until the next boundary (later
-iterations with that set skip it instead of waiting for the dead member again); the boundary
-then drops the workers that did not report and bumps the group generation. A worker that
-rank 0 left out stops. Every wait is bounded (gloo by ``timeout_s``, boundaries by
-``boundary_timeout_s``). Test hook: ``FL_R2SP_CLUSTER_KILL="<worker>:<t>"`` exits the process
+Faults: a synchronisation stops waiting the moment one of its peers is known to be gone (the
+supervisor publishes a dead rank, :mod:`~fl_r2sp.cluster.runtime.common.losses`) or another
+member marks the member set broken. A failed synchronisation (a member died, gave up, or the
+timeout passed) restores the parameters from before it, marks the member set broken for every
+member until the next boundary (:func:`broken_key`: later iterations with that set skip it
+instead of waiting for the dead member again, and no member waits for one that already gave
+up) and abandons the set's process groups; the boundary then drops the workers that did not
+report or are gone and bumps the group generation. A worker that rank 0 left out stops. Every
+wait is bounded (gloo by ``timeout_s``, boundaries by the boundary timeout), for peers that
+hang without dying. Test hook: ``FL_R2SP_CLUSTER_KILL="<worker>:<t>"`` exits the process
 right after computing iteration t.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
 
 import torch
 
+from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import set_json, wait_get
+from fl_r2sp.cluster.runtime.common.losses import Watch
 from fl_r2sp.cluster.runtime.dssync.comm import gossip_exchange, group_average
 from fl_r2sp.cluster.runtime.dssync.comm import hierarchical_average as hier_average
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
@@ -42,6 +49,10 @@ from fl_r2sp.cluster.runtime.peer.worker import PeerWorker
 
 PREFIX = "fl_r2sp/ds/"
 GO_KEY = f"{PREFIX}go"
+#: Set by rank 0 when the run's time limit passes: workers stop training and run on to the
+#: next boundary, which ends the run (:func:`final_key`); a synchronisation waiting for a
+#: peer that stopped gives up.
+STOP_KEY = f"{PREFIX}stop"
 
 
 def up_key(w: int) -> str:
@@ -57,6 +68,18 @@ def report_key(b: int, w: int) -> str:
 def plan_key(b: int) -> str:
     """Rank 0's plan after boundary ``b``."""
     return f"{PREFIX}plan/{b}"
+
+
+def final_key(b: int) -> str:
+    """Set by rank 0 before its plan of boundary ``b`` when the run's time limit has passed:
+    every live worker ends training at that boundary (the final averages follow)."""
+    return f"{PREFIX}final/{b}"
+
+
+def broken_key(epoch: str, members: str) -> str:
+    """Set by the first member whose synchronisation of the set ``members`` failed in the
+    period ``epoch`` (``"g<generation>.b<boundaries>"``); the others then skip the set too."""
+    return f"{PREFIX}broken/{epoch}/{members}"
 
 
 class DSSyncWorker(PeerWorker):
@@ -95,6 +118,7 @@ class DSSyncWorker(PeerWorker):
         self.rows: list[dict[str, Any]] = []
         self.failed = 0
         self.iterations = 0
+        self._stop = False
 
     def now(self) -> float:
         """Seconds since the run's epoch (the telemetry clock)."""
@@ -107,11 +131,22 @@ class DSSyncWorker(PeerWorker):
         decides; the others wait for its key).
         """
         for t in range(self.base.max_iterations):
-            if t > 0 and t % self.cfg.params.period == 0 and not self._boundary(boundary, t):
-                return False
+            if t > 0 and t % self.cfg.params.period == 0:
+                if not self._boundary(boundary, t):
+                    return False
+                if self.store.check([final_key(t // self.cfg.params.period)]):
+                    return True  # the time limit passed: the lead ended training here
+            if self.stopped():
+                continue  # run on to the next boundary without training (time limit)
             self._iteration(t)
             self.iterations = t + 1
         return self._boundary(boundary, -1)
+
+    def stopped(self) -> bool:
+        """Whether the lead published :data:`STOP_KEY` (the run's time limit passed)."""
+        if not self._stop:
+            self._stop = bool(self.store.check([STOP_KEY]))
+        return self._stop
 
     def _boundary(self, boundary: Any, t: int) -> bool:
         b = t // self.cfg.params.period if t >= 0 else -1
@@ -174,16 +209,18 @@ class DSSyncWorker(PeerWorker):
         else:
             members = view.group(t, self.w)
         key = set_key(members)
+        if len(members) > 1 and key not in self.broken and self._broken_mark(key) is not None:
+            self.broken.add(key)  # another member gave up on this set: do not wait for it
+            self.failed += 1
         if len(members) == 1 or key in self.broken:
             return members, 0, key not in self.broken, 0.0
         self.backup.copy_(self.flat)
         t0 = time.perf_counter()
         try:
-            sent = self._exchange(t, members)
-        except Exception as exc:  # a member died or timed out: keep the pre-sync model
+            sent = self._exchange(t, members, self._watch(t, members, key))
+        except Exception as exc:  # a member died, gave up or timed out: keep the pre-sync model
             self.flat.copy_(self.backup)
-            self.broken.add(key)
-            self.failed += 1
+            self._give_up(key, members)
             msg = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
             print(f"[worker {self.w}] iteration {t}: sync with {key} failed: {msg}", flush=True)
             return members, 0, False, time.perf_counter() - t0
@@ -192,21 +229,56 @@ class DSSyncWorker(PeerWorker):
             self.records.append([list(members), seconds])
         return members, sent, True, seconds
 
-    def _exchange(self, t: int, members: tuple[int, ...]) -> int:
+    def _period(self) -> str:
+        return f"g{self.plan.generation}.b{self.boundaries}"
+
+    def _broken_mark(self, key: str) -> str | None:
+        """Why another member gave up on the set ``key`` this period, or None."""
+        if self.stopped():
+            return "the run's time limit passed"
+        mark = broken_key(self._period(), key)
+        if not self.store.check([mark]):
+            return None
+        return f"{key} was given up by a member: {P.loads(self.store.get(mark)).get('why')}"
+
+    def _watch(self, t: int, members: tuple[int, ...], key: str) -> Watch:
+        """What the synchronisation of iteration ``t`` watches while it waits: its peers'
+        exits, and (a shared member set) the set's broken mark."""
+        if self.cfg.scheme == "gossip":  # a pair of peers of its own: no shared set to mark
+            return Watch(tuple(p for p in self.view.gossip_peers(t, self.w) if p != self.w),
+                         self.board, lambda: "the run's time limit passed" if self.stopped()
+                         else None)  # fmt: skip
+        peers = tuple(m for m in members if m != self.w)
+        return Watch(peers, self.board, lambda: self._broken_mark(key))
+
+    def _give_up(self, key: str, members: tuple[int, ...]) -> None:
+        """Mark the set broken here and for its other members; abandon its process groups
+        (an operation on them may still wait for the dead member)."""
+        self.broken.add(key)
+        self.failed += 1
+        if self.cfg.scheme != "gossip":
+            with contextlib.suppress(Exception):  # first writer wins; the store may be going
+                self.store.compare_set(broken_key(self._period(), key), "",
+                                       P.dumps({"by": self.w, "why": "sync failed"}))  # fmt: skip
+        inside = set(members)
+        for k in [k for k in self.pg_ids if {int(r) for r in k.split("-")} <= inside]:
+            self.groups.abandon(self.pg_ids.pop(k))
+
+    def _exchange(self, t: int, members: tuple[int, ...], watch: Watch) -> int:
         base, view = self.base, self.view
         if self.cfg.scheme == "gossip":
             peers = view.gossip_peers(t, self.w)
             return gossip_exchange(self.flat, self.scratch, self.w, peers, self.links,
-                                   self.rack_of, self.chunk, base.timeout_s)  # fmt: skip
+                                   self.rack_of, self.chunk, base.timeout_s, watch, t)  # fmt: skip
         if self.cfg.scheme == "hierarchical":
             rack, leaders = view.rack_of(self.w), view.leaders()
             rack_pg = self._group(tuple(rack)) if len(rack) > 1 else None
             lead_pg = self._group(leaders) if self.w == rack[0] and len(leaders) > 1 else None
             return hier_average(self.flat, self.w, rack, leaders, rack_pg, lead_pg, self.links,
-                                len(view.live), self.chunk, base.timeout_s)  # fmt: skip
+                                len(view.live), self.chunk, base.timeout_s, watch)  # fmt: skip
         pg = self._group(members)
         return group_average(self.flat, members, self.w, pg, self.links, self.rack_of,
-                             self.chunk, base.timeout_s)  # fmt: skip
+                             self.chunk, base.timeout_s, watch)  # fmt: skip
 
     def _group(self, members: tuple[int, ...]) -> Any:
         """The process group of ``members``, built by all of them together the first time they
@@ -227,7 +299,8 @@ class DSSyncWorker(PeerWorker):
         if len(live) > 1:
             pg = self.groups.get(f"ds.end.g{self.plan.generation}", live, True)
             for vec in (ema, model):
-                weighted_allreduce(vec, 1.0 / len(live), pg, None, self.chunk, self.base.timeout_s)
+                weighted_allreduce(vec, 1.0 / len(live), pg, None, self.chunk, self.base.timeout_s,
+                                   live, self.board)  # fmt: skip
         return ema, model
 
 

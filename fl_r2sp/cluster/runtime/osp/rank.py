@@ -26,6 +26,7 @@ from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import SYNTHETIC_TRAIN
 from fl_r2sp.cluster.policies.common.base import CoordinatorPolicy
 from fl_r2sp.cluster.policies.osp.params import OSPParams
+from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json
 from fl_r2sp.cluster.runtime.osp.gib import GibPlanner
@@ -67,8 +68,7 @@ def epoch_iterations(cfg: ClusterConfig) -> int:
 
 def worker_rank_of(cfg: ClusterConfig) -> Any:
     """``w -> rank`` of the layout (see the module docstring)."""
-    servers = 0 if cfg.scheme.colocated else cfg.servers
-    return lambda w: servers + w
+    return lambda w: names.rank_of_worker(w, cfg.world_size, cfg.workers)
 
 
 def make_server(

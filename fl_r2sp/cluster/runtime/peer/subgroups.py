@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.distributed_c10d import PrefixStore, Store
 
+from fl_r2sp.cluster.runtime.common.losses import ExitBoard, wait_works
 from fl_r2sp.cluster.runtime.common.throttle import TokenBucket, chunk_views
 
 
@@ -139,6 +140,9 @@ class SubgroupCache:
         self.store, self.rank = store, rank
         self.timeout = datetime.timedelta(seconds=timeout_s)
         self.groups: dict[str, dist.ProcessGroupGloo] = {}
+        # Groups whose operation was abandoned (a member died): never destroyed during the
+        # run, because a group's destructor waits for its stuck operation (gloo's timeout).
+        self.abandoned: list[dist.ProcessGroupGloo] = []
         self.built = 0
 
     def get(self, pg_id: str, members: Sequence[int], build: bool) -> dist.ProcessGroupGloo:
@@ -163,8 +167,14 @@ class SubgroupCache:
         for pg_id in pg_ids:
             self.groups.pop(pg_id, None)
 
+    def abandon(self, pg_id: str) -> None:
+        """Stop using group ``pg_id`` (an operation on it was abandoned) without destroying it."""
+        pg = self.groups.pop(pg_id, None)
+        if pg is not None:
+            self.abandoned.append(pg)
+
     def clear(self) -> None:
-        """Drop every group."""
+        """Drop every group (abandoned ones stay referenced)."""
         self.groups.clear()
 
     def __len__(self) -> int:
@@ -185,6 +195,8 @@ def weighted_allreduce(
     bucket: TokenBucket | None = None,
     chunk_bytes: int = 256 * 1024,
     timeout_s: float = 300.0,
+    members: Sequence[int] = (),
+    board: ExitBoard | None = None,
 ) -> int:
     """Replace ``flat`` by the weighted sum over the group: every member passes its own weight.
 
@@ -192,7 +204,8 @@ def weighted_allreduce(
     is scaled by ``weight`` and all-reduced (sum) in place. With a ``bucket`` (this member's
     link) the reduce runs chunk by chunk and each chunk first charges the bucket with the
     member's ring traffic for it (:func:`ring_bytes`), so the collective moves at the pace of
-    the slowest member's link. ``pg=None`` is a group of one (nothing is exchanged).
+    the slowest member's link. ``pg=None`` is a group of one (nothing is exchanged). With a
+    ``board`` the wait stops as soon as one of ``members`` (global ranks) is known to be gone.
 
     Returns
     -------
@@ -205,6 +218,8 @@ def weighted_allreduce(
         On a non-contiguous or non-CPU tensor or a weight outside (0, 1].
     RuntimeError
         From gloo when a member fails or the timeout passes (``flat`` is then undefined).
+    PeerGone
+        A member is gone (``flat`` is then undefined; the group must not be used again).
     """
     if flat.device.type != "cpu" or not flat.is_contiguous() or flat.dim() != 1:
         raise ValueError("weighted_allreduce needs a contiguous 1-D CPU tensor")
@@ -214,13 +229,13 @@ def weighted_allreduce(
         return 0
     m = pg.size()
     flat.mul_(weight)
-    timeout = datetime.timedelta(seconds=timeout_s)
     pieces = [flat] if bucket is None else chunk_views(flat, chunk_bytes)
     charged = 0
     for piece in pieces:
         nbytes = ring_bytes(piece.numel() * piece.element_size(), m)
         if bucket is not None:
             bucket.take(nbytes)
-        pg.allreduce([piece]).wait(timeout)  # type: ignore[union-attr]  # stubs omit it on Backend
+        work = pg.allreduce([piece])  # type: ignore[union-attr]  # stubs omit it on Backend
+        wait_works([work], timeout_s, members, board)
         charged += nbytes
     return charged

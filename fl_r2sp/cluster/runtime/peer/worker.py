@@ -19,6 +19,8 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
 from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.runtime.common import names
+from fl_r2sp.cluster.runtime.common.losses import ExitBoard
 from fl_r2sp.cluster.runtime.peer.subgroups import SubgroupCache
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, pick_device, worker_seed
 
@@ -58,6 +60,8 @@ class PeerWorker:
         self.flat = flat.detach().clone().contiguous()
         self.backup = torch.empty_like(self.flat)  # the model before a reduce that may fail
         self.groups = SubgroupCache(store, rank, base.timeout_s)
+        # Peers' exits as the supervisor publishes them (worker w is rank w here).
+        self.board = ExitBoard(store, lambda r: names.rank_name(r, base.workers, base.workers))
         self.stream: Any = None
         if not base.scripted_compute:  # scripted runs only sleep: no data to load
             from fl_r2sp.cluster.data import BatchStream, make_dataset

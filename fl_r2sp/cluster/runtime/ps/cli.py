@@ -24,7 +24,6 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
       help=f"test examples evaluated at the end (0 = none) [{d.eval_samples}]")  # fmt: skip
     a("--progress", type=float, default=d.progress_s,
       help=f"seconds between progress lines (0 = quiet) [{d.progress_s:.0f}]")  # fmt: skip
-    a("--no-plots", action="store_true", help="do not draw gantt.png / gaps.png")
 
 
 def build(ns: argparse.Namespace, base: ClusterConfig, given: frozenset[str]) -> ClusterConfig:

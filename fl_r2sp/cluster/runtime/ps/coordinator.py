@@ -52,6 +52,7 @@ from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
 from fl_r2sp.cluster.runtime.common.job import timeout_reason
+from fl_r2sp.cluster.runtime.common.losses import CLOSED, EXIT, TIMEOUT, ExitBoard, reason_of
 from fl_r2sp.cluster.runtime.ps.shard import ShardState
 from fl_r2sp.cluster.telemetry import ClusterRunWriter
 
@@ -84,6 +85,10 @@ class CoordinatorResult:
     started_at: float = 0.0
     ended_at: float = 0.0
     lost: dict[int, str] = field(default_factory=dict)
+    #: worker -> how its loss was known (:mod:`~fl_r2sp.cluster.runtime.common.losses`)
+    evidence: dict[int, str] = field(default_factory=dict)
+    #: worker -> wall-clock time (``time.time()``) its loss was applied
+    lost_at: dict[int, float] = field(default_factory=dict)
     evaluator: int | None = None
 
 
@@ -146,6 +151,7 @@ class Coordinator:
     def run(self) -> CoordinatorResult:
         """Coordinate until every worker is stopped or lost; never raises on worker faults."""
         self.store = new_store()
+        self.board = ExitBoard(self.store, self.ctx.describe)
         try:
             lost_early = self._await_ready()
             self.result.started_at = self.ctx.now()
@@ -192,12 +198,13 @@ class Coordinator:
             self._next_req[w] = int(data["iteration"]) + 1
             self._on_request(w, data)
         elif kind == "lost":
-            self._lose(w, str(data))
+            self._lose(w, str(data), CLOSED)
         elif kind == "silent":
             tr = self.tracks[w]
             due = tr.granted_at is not None and self.ctx.now() - tr.granted_at > self.cfg.timeout_s
             if tr.lost is None and due:
-                self._lose(w, f"no Request-to-Proceed within {self.cfg.timeout_s:.0f}s")
+                self._lose(w, f"no Request-to-Proceed within {self.cfg.timeout_s:.0f}s",
+                           TIMEOUT)  # fmt: skip
 
     def _on_request(self, w: int, payload: dict[str, Any]) -> None:
         tr = self.tracks[w]
@@ -322,7 +329,7 @@ class Coordinator:
             self.shard.abort(error)
             set_json(self.store, P.STOP_KEY, {"reason": reason, "error": error})
 
-    def _lose(self, w: int, reason: str) -> None:
+    def _lose(self, w: int, reason: str, evidence: str = CLOSED) -> None:
         tr = self.tracks[w]
         if tr.lost is not None:
             return
@@ -330,12 +337,14 @@ class Coordinator:
             return  # a finished worker closing its connections is not a loss
         tr.lost = reason
         self.result.lost[w] = reason
+        self.result.evidence[w] = evidence
+        self.result.lost_at[w] = time.time()
         set_json(self.store, P.lost_key(w), {"reason": reason})
         if self.policy.admission:  # its push in flight, if any, is not applied anywhere
             self._verdict(w, tr.reported, False)
         self.shard.lose(w)
         self.tracker.drop(w)
-        who = self.ctx.describe(P.worker_rank(w, self.cfg.servers))
+        who = self.ctx.describe(self.ctx.rank_of(w))
         print(f"[coordinator] lost {who}: {reason}", flush=True)
         if self.sequencer is not None:  # the pushes waiting for its push go on
             if self.parked.pop((w, tr.reported - 1), None) is not None:
@@ -357,6 +366,9 @@ class Coordinator:
                    for t in self.tracks)  # fmt: skip
 
     def _watchdog(self, now: float) -> None:
+        live = {self.ctx.rank_of(w): w for w, t in enumerate(self.tracks) if t.lost is None}
+        for rank, seen in self.board.gone(live).items():  # the supervisor saw it end
+            self._lose(live[rank], reason_of(seen), str(seen.get("evidence", EXIT)))
         if self.store.check([P.FATAL_KEY]) and self.result.error is None:
             fatal = P.loads(self.store.get(P.FATAL_KEY))
             self._stop("error", str(fatal.get("message", fatal)))
@@ -393,7 +405,7 @@ class Coordinator:
             if not waiting:
                 return lost
             if time.monotonic() > end:
-                who = ", ".join(self.ctx.describe(P.worker_rank(w, self.cfg.servers))
+                who = ", ".join(self.ctx.describe(self.ctx.rank_of(w))
                                 for w in sorted(waiting))  # fmt: skip
                 raise RuntimeError(f"{who} did not start within {self.cfg.timeout_s:.0f}s")
             # Block on a missing ready key (it wakes the moment the key is set: no added

@@ -155,6 +155,8 @@ def _summary(ctx: RankContext, result: CoordinatorResult, rows: list[dict[str, A
                               sorted(reports, key=lambda r: r["shard"])],  # fmt: skip
         "max_staleness": max((int(r["max_staleness"]) for r in reports), default=0),
         "lost_workers": {str(w): why for w, why in result.lost.items()},
+        "lost_evidence": {str(w): ev for w, ev in result.evidence.items()},
+        "lost_at": {str(w): at for w, at in result.lost_at.items()},
         "run_dir": ctx.run_dir,
     }  # fmt: skip
 

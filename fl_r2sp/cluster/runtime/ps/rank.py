@@ -106,9 +106,7 @@ def _join_and_play(
     try:
         summary = play(ctx, policy, flat, model)
         if summary is not None:
-            # OSP-C's workers are ranks 0 .. N-1; everywhere else they follow the S servers.
-            servers = 0 if cfg.scheme.colocated else cfg.servers
-            gone = {P.worker_rank(int(w), servers) for w in summary["lost_workers"]}
+            gone = {ctx.rank_of(int(w)) for w in summary["lost_workers"]}
             gone |= set(summary["lost_servers"])
         return summary
     except Exception as exc:

@@ -196,7 +196,7 @@ class ParameterServer(ShardService[ShardState]):
             self._join(t)
 
     def _serve_pushes(self, w: int) -> None:
-        src = P.worker_rank(w, self.ctx.cfg.servers)
+        src = self.ctx.rank_of(w)
         a, b = self.ctx.bounds[self.index]
         msg = torch.zeros(P.HEADER + b - a)
         store = new_store() if self.state.admission else None
@@ -229,7 +229,7 @@ class ParameterServer(ShardService[ShardState]):
         self.state.resolve(w, iteration, bool(verdict["apply"]))
 
     def _serve_pulls(self, w: int) -> None:
-        src = P.worker_rank(w, self.ctx.cfg.servers)
+        src = self.ctx.rank_of(w)
         a, b = self.ctx.bounds[self.index]
         request = torch.zeros(P.HEADER)
         reply = torch.zeros(P.HEADER + b - a)

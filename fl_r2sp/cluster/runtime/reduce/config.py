@@ -51,8 +51,8 @@ class ReduceRunConfig(PeerRunMixin):
         ``max_iterations`` (rounds per worker: the ticket budget is workers x this),
         ``loss_threshold`` / ``convergence_window``, ``chunk_kb``, ``compute_multipliers``,
         ``iteration_delays``, ``scripted_compute``, ``devices``, ``threads``, ``seed``,
-        ``timeout_s``, ``run_timeout_s``, ``run_dir`` are used (no test-set evaluation, no
-        progress lines, no plots: ``python -m fl_r2sp.cluster`` refuses those flags here).
+        ``timeout_s``, ``run_timeout_s``, ``run_dir``, ``plots`` are used (no test-set
+        evaluation, no progress lines: ``python -m fl_r2sp.cluster`` refuses those flags here).
     reduce : ReduceParams [ReduceParams("partial")]
         Scheme and controller knobs.
     link_max_mb_s : float [0.0]

@@ -14,9 +14,12 @@ closed waits until it is, so the controller sees events in a valid order.
 Bandwidth estimates (``bw_estimate="measured"``): after each reduce every member's estimate
 becomes the highest rate (bytes charged / reduce time) any of its reduces reached.
 
-Faults (every wait bounded): a worker that stays silent ``ready_timeout_s`` after its round
-began, that does not report a launched reduce within the group timeout (it died while queued),
-or that stays queued longer than its own assignment timeout (it gave up), is lost
+Faults: a worker whose process ended is lost the moment the supervisor publishes it
+(:mod:`~fl_r2sp.cluster.runtime.common.losses`, evidence "process exit"); its group's other
+members stop waiting for it at the same moment. Every other wait is bounded, for workers that
+hang without dying (evidence "timeout"): a worker that stays silent ``ready_timeout_s`` after
+its round began, that does not report a launched reduce within the group timeout (it died
+while queued), or that stays queued longer than its own assignment timeout (it gave up), is lost
 (``on_worker_lost``); the others continue, and a reduce that failed because of it leaves their
 models as they were before it. A worker whose ticket is beyond the budget leaves the same way
 (``finished``). The convergence rule stops every worker at its next report (the ticket counter
@@ -40,10 +43,12 @@ from torch.distributed.distributed_c10d import Store
 
 from fl_r2sp.cluster.policies.reduce import Launch, ReduceController
 from fl_r2sp.cluster.policies.reduce.base import READY, SYNCING, TRAINING
+from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import new_store, set_json
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
 from fl_r2sp.cluster.runtime.common.job import timeout_reason
+from fl_r2sp.cluster.runtime.common.losses import EXIT, LOOK_S, TIMEOUT, ExitBoard, reason_of
 from fl_r2sp.cluster.runtime.peer.subgroups import GroupRegistry
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce.worker import (
@@ -154,6 +159,10 @@ class ReduceCoordinator:
         self.syncs: list[dict[str, Any]] = []
         self.finished: set[int] = set()
         self.lost: dict[int, str] = {}
+        self.evidence: dict[int, str] = {}  # worker -> how its loss was known
+        self.lost_at: dict[int, float] = {}  # worker -> time.time() its loss was applied
+        self.board = ExitBoard(self.store, lambda r: names.rank_name(r, n, n))
+        self._next_look = 0.0
         self.measured = [0.0] * n
         self.last_loss: dict[int, float] = {}  # every worker's latest loss (kept after it left)
         self.tracker = ConvergenceTracker(cfg.base.loss_threshold, cfg.base.convergence_window)
@@ -287,24 +296,43 @@ class ReduceCoordinator:
             if ev is not None:
                 self._handle(ev)
 
+    def _exits(self, now: float) -> None:
+        """Lose every worker whose process the supervisor saw end (at most every LOOK_S)."""
+        if now < self._next_look:
+            return
+        self._next_look = now + LOOK_S
+        live = [w for w in range(self.ctl.n) if w not in self.lost and w not in self.finished]
+        for w, seen in self.board.gone(live).items():
+            self._lose(w, reason_of(seen), str(seen.get("evidence", EXIT)))
+            gid = self.group_of.pop(w, None)
+            grp = self.inflight.get(gid) if gid is not None else None
+            if grp is None:
+                self._publish(self.ctl.on_worker_lost(w, now))
+                continue
+            grp.pending.discard(w)  # its group closes without it (and applies the loss)
+            if not grp.pending:
+                self._close(gid)  # type: ignore[arg-type]  # gid is set when grp is
+
     def _liveness(self) -> None:
         now = self.now()
+        self._exits(now)
         gave_up = self.cfg.queue_timeout_s(self.model_bytes) + GIVE_UP_MARGIN_S
         for w in range(self.ctl.n):
             if w in self.lost or w in self.finished:
                 continue
             state = self.ctl.state[w]
             if state == TRAINING and now - self.ctl.round_start[w] > self.cfg.ready_timeout_s:
-                self._lose(w, f"no report within {self.cfg.ready_timeout_s:.0f}s of its round")
+                self._lose(w, f"no report within {self.cfg.ready_timeout_s:.0f}s of its round",
+                           TIMEOUT)  # fmt: skip
             elif state == READY and now - self.ctl.ready_at[w] > gave_up:
-                self._lose(w, f"queued for over {gave_up:.0f}s: it gave up waiting")
+                self._lose(w, f"queued for over {gave_up:.0f}s: it gave up waiting", TIMEOUT)
             else:
                 continue
             self._publish(self.ctl.on_worker_lost(w, now))
         for gid, grp in list(self.inflight.items()):
             if now - grp.start > self._group_timeout(grp.launch.members):
                 for w in list(grp.pending):
-                    self._lose(w, f"no report of its reduce in group {gid}")
+                    self._lose(w, f"no report of its reduce in group {gid}", TIMEOUT)
                     self.group_of.pop(w, None)
                 grp.pending.clear()
                 self._close(gid)
@@ -313,8 +341,10 @@ class ReduceCoordinator:
         slow = min((self.caps[w] for w in members), default=math.inf) if self.caps else math.inf
         return self.cfg.group_timeout_s(self.model_bytes, len(members), slow / 1e6)
 
-    def _lose(self, w: int, why: str) -> None:
+    def _lose(self, w: int, why: str, evidence: str) -> None:
         self.lost[w] = why
+        self.evidence[w] = evidence
+        self.lost_at[w] = time.time()
         self.waiters[w].stop(self.store)
         self.tracker.drop(w)
 
@@ -410,6 +440,8 @@ class ReduceCoordinator:
                                     else self.converged_at - self.started),  # fmt: skip
             "final_loss": _finite_mean(list(self.last_loss.values())),
             "lost_workers": {str(w): why for w, why in self.lost.items()},
+            "lost_evidence": {str(w): ev for w, ev in self.evidence.items()},
+            "lost_at": {str(w): at for w, at in self.lost_at.items()},
             "groups_built": self.registry.builds,
             "launches": [list(s["members"]) for s in self.syncs],
             "bandwidth_estimate": [float(b) for b in self.ctl.bandwidth],

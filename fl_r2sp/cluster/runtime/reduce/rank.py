@@ -29,7 +29,7 @@ from fl_r2sp.cluster.runtime.ps.leader import strict_json
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce.controller import ReduceCoordinator
 from fl_r2sp.cluster.runtime.reduce.worker import ReduceWorker
-from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
+from fl_r2sp.cluster.telemetry import ClusterRunWriter, iterations_per_worker, plots_or_warn
 
 
 def run_reduce_rank(
@@ -106,6 +106,7 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
         "workers": base.workers, "model": base.model, "dataset": base.dataset,
         "parameters": num_params, "elapsed_s": elapsed, "link_caps_mb_s": list(cfg.link_caps()),
         "t_started": stats.get("started_at"),  # telemetry clock (s since the epoch) at the start
+        "iterations_per_worker": iterations_per_worker(writer.workers, base.workers),
         **{k: v for k, v in stats.items() if k not in ("started_at", "ended_at", "error")},
         "run_dir": str(run_dir),
     }  # fmt: skip

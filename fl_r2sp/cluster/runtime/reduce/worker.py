@@ -139,11 +139,12 @@ class ReduceWorker(PeerWorker):
                 pg = self.groups.get(assign["pg"], members, bool(assign["build"]))
             t1 = time.perf_counter()
             out["bytes"] = weighted_allreduce(self.flat, weight, pg, self.bucket,
-                                              self.chunk_bytes, self.base.timeout_s)  # fmt: skip
+                                              self.chunk_bytes, self.base.timeout_s, members,
+                                              self.board)  # fmt: skip
             out["build_s"], out["sync_s"] = t1 - t0, time.perf_counter() - t1
         except Exception as exc:  # a member died or timed out: keep the pre-reduce model
             self.flat.copy_(self.backup)
-            self.groups.drop([assign.get("pg", "")])
+            self.groups.abandon(assign.get("pg", ""))
             out.update(ok=False, error=str(exc).splitlines()[0][:200] if str(exc) else "error")
             out["sync_s"] = time.perf_counter() - t0
         if assign.get("ephemeral"):

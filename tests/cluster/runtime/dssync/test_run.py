@@ -130,7 +130,8 @@ def test_a_killed_worker_is_dropped_at_the_boundary_and_the_others_finish(tmp_pa
     s = run.summary
     assert s is not None and s["status"] == "ok", run
     assert run.exitcodes[3] == 17 and [run.exitcodes[i] for i in (0, 1, 2)] == [0, 0, 0]
-    assert s["lost_workers"] == [3]
+    assert list(s["lost_workers"]) == ["3"] and s["lost_evidence"] == {"3": "process exit"}
+    assert "worker 3 (rank 3) exited with code 17" in s["lost_workers"]["3"]
     rows = _rows(s)
     # 9 iterations of each survivor; worker 3's rows of iterations 0-2 reached rank 0 at the
     # boundary before iteration 3, the later ones died with it; the boundary before 6 drops it

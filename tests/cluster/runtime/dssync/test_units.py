@@ -149,8 +149,8 @@ def test_cli_builds_a_scenario_and_refuses_misplaced_flags() -> None:
     assert cfg.racks == RACKS and cfg.uplink_mb_s == (4.0, 4.0) and cfg.params.period == 50
     cfg = _cli(["--racks", "0,1,2/3,4,5,6,7", "--uplink-caps", "1,2"], "hierarchical")
     assert cfg.racks == ((0, 1, 2), (3, 4, 5, 6, 7)) and cfg.uplink_mb_s == (1.0, 2.0)
-    with pytest.raises(ValueError, match="--regroup-period applies to --scheme dssync"):
-        _cli(["--regroup-period", "5"], "gossip")
+    with pytest.raises(ValueError, match="--slowness applies to --scheme dssync"):
+        _cli(["--slowness", "2"], "gossip")
     with pytest.raises(ValueError, match="not both"):
         _cli(["--scenario", "S1", "--link-rate", "8", "--racks", "0/1,2,3,4,5,6,7"], "dssync")
 

@@ -281,10 +281,10 @@ def test_reduce_worker_uses_the_controllers_weight(monkeypatch: pytest.MonkeyPat
         return 0
 
     monkeypatch.setattr(rw, "weighted_allreduce", fake_allreduce)
-    groups = SimpleNamespace(drop=lambda names: None, get=lambda *a: "pg")
+    groups = SimpleNamespace(drop=lambda names: None, get=lambda *a: "pg", abandon=lambda n: None)
     me = object.__new__(rw.ReduceWorker)
     base = SimpleNamespace(timeout_s=5.0)
     me.__dict__.update(w=0, groups=groups, flat=torch.zeros(3), backup=torch.zeros(3),
-                       bucket=None, chunk_bytes=1024, base=base)  # fmt: skip
+                       bucket=None, chunk_bytes=1024, base=base, board=None)  # fmt: skip
     out = me._reduce({"members": [3, 0, 2], "weights": [0.5, 0.3, 0.2], "pg": "g", "build": 0})
     assert out["ok"] and seen == [0.3]
