@@ -11,7 +11,7 @@ Phases, each the best of ``--repeats``:
   (``fl_r2sp.cluster.runtime.rank``), each in a fresh interpreter (what every rank process or
   the forkserver pays once);
 * ``data``: building the worker's dataset (``make_dataset``), in this process;
-* ``model``: building the model (``build_model``), in this process;
+* ``model``: building the model (``build_cluster_model``), in this process;
 * ``run_local``: the whole in-process runner for one iteration per worker, its wall time split
   into the coordinator's run (``elapsed_s`` of the summary: from the first permission to the
   end) and the rest (process start, rendezvous, per-rank set-up, shutdown);
@@ -53,7 +53,7 @@ def _best(fn: object, repeats: int) -> float:
 def _in_process(model: str, repeats: int) -> dict[str, float]:
     from fl_r2sp.cluster.config import num_classes_of
     from fl_r2sp.cluster.data import make_dataset
-    from fl_r2sp.cluster.models import build_model
+    from fl_r2sp.cluster.models import build_cluster_model
 
     def data() -> float:
         t0 = time.perf_counter()
@@ -62,7 +62,7 @@ def _in_process(model: str, repeats: int) -> dict[str, float]:
 
     def build() -> float:
         t0 = time.perf_counter()
-        build_model(model, num_classes_of("synthetic"), 0)
+        build_cluster_model(model, num_classes_of("synthetic"), 0)
         return time.perf_counter() - t0
 
     return {"data": _best(data, repeats), "model": _best(build, repeats)}

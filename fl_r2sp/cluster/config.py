@@ -196,9 +196,9 @@ class ClusterConfig:
 
     def parameter_count(self) -> int:
         """Number of trainable parameters of the configured model (builds it once)."""
-        from fl_r2sp.cluster.models import build_model, param_count
+        from fl_r2sp.cluster.models import build_cluster_model, param_count
 
-        return param_count(build_model(self.model, num_classes_of(self.dataset), self.seed))
+        return param_count(build_cluster_model(self.model, num_classes_of(self.dataset), self.seed))
 
     def _check_sizes(self) -> None:
         for name in (

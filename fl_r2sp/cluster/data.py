@@ -49,7 +49,7 @@ class ClusterData:
     """A dataset ready for training: train split, optional test split, number of classes.
 
     ``num_classes`` is the model's output size (the vocabulary, BOS included, for the
-    sequence tasks); pass it to :func:`fl_r2sp.cluster.models.build_model`.
+    sequence tasks); pass it to :func:`fl_r2sp.cluster.models.build_cluster_model`.
     """
 
     train: TensorSplit

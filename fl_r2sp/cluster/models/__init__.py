@@ -113,7 +113,7 @@ def check_model_dataset(name: str, dataset: str) -> None:
         )
 
 
-def build_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
+def build_cluster_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
     """A fresh float32 CPU model ``name`` (see :data:`MODEL_NAMES`) with ``num_classes``
     outputs (the vocabulary, BOS included, for ``transformer``) [10], its initial weights drawn
     from ``seed`` [0]: identical arguments give identical weights."""
@@ -150,7 +150,7 @@ __all__ = [
     "CifarVGG16",
     "Seq2SeqTransformer",
     "batch_loss",
-    "build_model",
+    "build_cluster_model",
     "check_model_dataset",
     "model_spec",
     "param_count",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
 from fl_r2sp.cluster.runtime.local import base_of, run_local
 
 
@@ -33,7 +33,7 @@ class ClusterRunError(RuntimeError):
         self.status = status
 
 
-def preflight(cfg: RunConfig) -> None:
+def preflight(cfg: ClusterRunConfig) -> None:
     """Check what the ranks need before starting them (any family's run config).
 
     Raises
@@ -62,12 +62,12 @@ def preflight(cfg: RunConfig) -> None:
                      max_train=cfg.max_train)  # fmt: skip
 
 
-def launch(cfg: RunConfig, start_method: str = "forkserver") -> dict[str, Any]:
+def launch(cfg: ClusterRunConfig, start_method: str = "forkserver") -> dict[str, Any]:
     """Validate, check, run every rank on this machine supervised; return rank 0's summary.
 
     Parameters
     ----------
-    cfg : RunConfig
+    cfg : ClusterRunConfig
         The run: a :class:`ClusterConfig` (parameter servers) or another family's config,
         e.g. a :class:`~fl_r2sp.cluster.runtime.reduce.config.ReduceRunConfig`.
     start_method : str, default "forkserver"

@@ -41,7 +41,7 @@ from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT, timeout_reason
-from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
 from fl_r2sp.cluster.runtime.common.run_dir import RUN_DIR_ENV, make_run_dir, run_name
 from fl_r2sp.cluster.runtime.rank import run_rank
 
@@ -90,7 +90,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def base_of(cfg: RunConfig) -> ClusterConfig:
+def base_of(cfg: ClusterRunConfig) -> ClusterConfig:
     """The shared :class:`ClusterConfig` of any family's run config (itself, or its ``base``).
 
     Raises
@@ -104,7 +104,7 @@ def base_of(cfg: RunConfig) -> ClusterConfig:
     return base
 
 
-def rank_name(cfg: RunConfig, rank: int) -> str:
+def rank_name(cfg: ClusterRunConfig, rank: int) -> str:
     """'parameter server s (rank r)' or 'worker w (rank r)': the ranks below
     ``world_size - workers`` are parameter servers (none in a run without)."""
     servers = cfg.world_size - base_of(cfg).workers
@@ -118,7 +118,7 @@ def exit_text(code: int) -> str:
     return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
 
 
-def _rank_main(cfg: RunConfig, url: str, rank: int, world: int, env: dict[str, str],
+def _rank_main(cfg: ClusterRunConfig, url: str, rank: int, world: int, env: dict[str, str],
                out: Any) -> None:  # fmt: skip
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor handles Ctrl-C
     os.environ.update(env)
@@ -128,7 +128,7 @@ def _rank_main(cfg: RunConfig, url: str, rank: int, world: int, env: dict[str, s
 
 
 def run_local(
-    cfg: RunConfig,
+    cfg: ClusterRunConfig,
     env: dict[str, str] | None = None,
     start_method: str = "forkserver",
 ) -> LocalRun:
@@ -136,7 +136,7 @@ def run_local(
 
     Parameters
     ----------
-    cfg : RunConfig
+    cfg : ClusterRunConfig
         The run of any family (a ``ClusterConfig``, ``ReduceRunConfig``, ``DSSyncRunConfig``).
     env : dict or None, default None
         Extra environment variables of every rank (e.g. the worker kill hook).
@@ -176,7 +176,7 @@ def run_local(
     return run
 
 
-def _watch(cfg: RunConfig, procs: list[Any], out: Any, stopped: threading.Event,
+def _watch(cfg: ClusterRunConfig, procs: list[Any], out: Any, stopped: threading.Event,
            deadline: float) -> LocalRun:  # fmt: skip
     """Wait until every rank has ended, rank 0 has ended (without summary: failed; with one:
     the others get :data:`LEAVE_GRACE_S`), a signal came, or the deadline passed."""
@@ -241,7 +241,7 @@ def _stop_all(procs: list[Any]) -> None:
             p.join(STOP_GRACE_S)
 
 
-def record_ending(run_dir: Path, cfg: RunConfig, run: LocalRun) -> dict[str, Any]:
+def record_ending(run_dir: Path, cfg: ClusterRunConfig, run: LocalRun) -> dict[str, Any]:
     """Write ``summary.json`` (and ``run.json``'s summary, and the plots unless disabled) of an
     ending that rank 0 did not write up; return the summary.
 

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from fl_r2sp.cluster.config import num_classes_of
-from fl_r2sp.cluster.models import build_model
+from fl_r2sp.cluster.models import build_cluster_model
 from fl_r2sp.cluster.runtime.common.context import new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.common.job import leave
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
@@ -183,7 +183,7 @@ class Lead:
         from fl_r2sp.cluster.data import make_dataset
         from fl_r2sp.cluster.runtime.ps.worker import evaluate
 
-        model = build_model(base.model, num_classes_of(base.dataset), base.seed)
+        model = build_cluster_model(base.model, num_classes_of(base.dataset), base.seed)
         nn.utils.vector_to_parameters(flat, [p for p in model.parameters() if p.requires_grad])
         test = make_dataset(base.model, base.dataset, base.data_dir or None, base.seed,
                             include_test=True, max_train=base.max_train).test  # fmt: skip

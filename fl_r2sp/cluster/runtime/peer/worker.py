@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
-from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.runtime.peer.subgroups import SubgroupCache
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, pick_device, worker_seed
 
@@ -52,7 +52,7 @@ class PeerWorker:
     ) -> None:
         self.base, self.w, self.store = base, rank, store
         self.device = pick_device(base.devices, rank, local_rank)
-        self.model = build_model(base.model, num_classes_of(base.dataset), base.seed)
+        self.model = build_cluster_model(base.model, num_classes_of(base.dataset), base.seed)
         self.model.to(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.flat = flat.detach().clone().contiguous()

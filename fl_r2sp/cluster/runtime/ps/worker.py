@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fl_r2sp.cluster.config import num_classes_of
-from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import (
     RankContext,
@@ -98,7 +98,9 @@ class Worker:
         self.ctx, self.cfg, self.barrier = ctx, cfg, barrier
         self.w = ctx.rank - cfg.servers
         self.device = pick_device(cfg.devices, self.w, ctx.local_rank)
-        self.model = build_model(cfg.model, num_classes_of(cfg.dataset), cfg.seed).to(self.device)
+        self.model = build_cluster_model(cfg.model, num_classes_of(cfg.dataset), cfg.seed).to(
+            self.device
+        )
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.flat = torch.zeros(ctx.num_params)
         self.grad = torch.zeros(ctx.num_params)
