@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.common.params import PSParams
@@ -37,19 +37,42 @@ from fl_r2sp.cluster.policies.reduce.params import ReduceParams
 from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
 from fl_r2sp.cluster.runtime.dssync import cli as dssync_cli
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
-from fl_r2sp.cluster.runtime.dssync.rank import run_dssync_rank
-from fl_r2sp.cluster.runtime.osp.rank import play_osp
 from fl_r2sp.cluster.runtime.ps import cli as ps_cli
-from fl_r2sp.cluster.runtime.ps.rank import Play, play_ps, run_ps_rank
 from fl_r2sp.cluster.runtime.reduce import cli as reduce_cli
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
-from fl_r2sp.cluster.runtime.reduce.rank import run_reduce_rank
 from fl_r2sp.cluster.sim.dssync.engine import dssync_time, gossip_time, hierarchical_time
 from fl_r2sp.cluster.sim.ps.engine import simulate
 from fl_r2sp.cluster.sim.reduce.engine import run_reduce_sim
+from fl_r2sp.importpath import resolve
+
+if TYPE_CHECKING:
+    from fl_r2sp.cluster.runtime.ps.rank import Play
 
 #: ``rank_entry(config, init_method, rank, world_size, local_rank) -> summary (rank 0) or None``.
 RankEntry = Callable[..., "dict[str, Any] | None"]
+
+
+class Deferred:
+    """A function named by its import path and imported on its first call.
+
+    The rank entries and play functions import torch; deferring them keeps the table, and so
+    the command line's ``--help`` and its refusals, free of torch.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fn is None:
+            self._fn = resolve(self.path, "rank entry")
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.path!r})"
+
+
+_RUNTIME = "fl_r2sp.cluster.runtime"
 
 
 @dataclass(frozen=True)
@@ -131,6 +154,8 @@ def run_ps_scheme(config: ClusterConfig, *where: Any) -> dict[str, Any] | None:
     play = scheme(config.scheme_name).play
     if play is None:
         raise ValueError(f"scheme {config.scheme_name!r} has no parameter-server play function")
+    from fl_r2sp.cluster.runtime.ps.rank import run_ps_rank
+
     return run_ps_rank(config, *where, play=play)
 
 
@@ -146,7 +171,7 @@ PS_FAMILY = Family(
 REDUCE_FAMILY = Family(
     "all-reduce family",
     ReduceRunConfig,
-    run_reduce_rank,
+    Deferred(f"{_RUNTIME}.reduce.rank:run_reduce_rank"),
     reduce_cli.add_flags,
     reduce_cli.build,
     reduce_cli.describe,
@@ -155,7 +180,7 @@ REDUCE_FAMILY = Family(
 DSSYNC_FAMILY = Family(
     "DS-Sync family",
     DSSyncRunConfig,
-    run_dssync_rank,
+    Deferred(f"{_RUNTIME}.dssync.rank:run_dssync_rank"),
     dssync_cli.add_flags,
     dssync_cli.build,
     dssync_cli.describe,
@@ -163,7 +188,12 @@ DSSYNC_FAMILY = Family(
 )
 
 
-def ps_row(name: str, record: type[PSParams], play: Play = play_ps) -> ClusterScheme:
+#: The runtime's PS roles (BSP, ASP, SSP, R²SP, SAFA) and OSP's.
+PLAY_PS = Deferred(f"{_RUNTIME}.ps.rank:play_ps")
+PLAY_OSP = Deferred(f"{_RUNTIME}.osp.rank:play_osp")
+
+
+def ps_row(name: str, record: type[PSParams], play: Play = PLAY_PS) -> ClusterScheme:
     """The row of a parameter-server scheme: its record, the PS twin, and ``play`` (default:
     the runtime's PS roles)."""
     return ClusterScheme(name, PS_FAMILY, record, simulate, play)
@@ -176,9 +206,9 @@ CLUSTER_SCHEMES: dict[str, ClusterScheme] = {
     "ssp": ps_row("ssp", SSPParams),
     "r2sp": ps_row("r2sp", R2SPParams),
     "safa": ps_row("safa", SAFAParams),
-    "osp": ps_row("osp", OSPParams, play_osp),
-    "osp-s": ps_row("osp-s", OSPParams, play_osp),
-    "osp-c": ps_row("osp-c", OSPParams, play_osp),
+    "osp": ps_row("osp", OSPParams, PLAY_OSP),
+    "osp-s": ps_row("osp-s", OSPParams, PLAY_OSP),
+    "osp-c": ps_row("osp-c", OSPParams, PLAY_OSP),
     "allreduce": ClusterScheme("allreduce", REDUCE_FAMILY, ReduceParams, run_reduce_sim),
     "partial": ClusterScheme("partial", REDUCE_FAMILY, ReduceParams, run_reduce_sim),
     "selective": ClusterScheme("selective", REDUCE_FAMILY, ReduceParams, run_reduce_sim),

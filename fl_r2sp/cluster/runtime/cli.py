@@ -59,9 +59,14 @@ def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a("--scheme", choices=list(CLUSTER_SCHEMES), default=d.scheme_name,
       help=f"coordination scheme [{d.scheme_name}]")  # fmt: skip
     a("--workers", type=int, default=d.workers, help=f"N worker ranks [{d.workers}]")
-    a("--model", default=d.model, help=f"mlp, mlp-wide, resnet32, alexnet, vgg16, transformer "
-                                       f"[{d.model}]")  # fmt: skip
-    a("--dataset", default=d.dataset, help=f"cifar10, synthetic, copy, reverse [{d.dataset}]")
+    a("--model", default=d.model, help="mlp, mlp-wide, resnet32, alexnet, vgg16, transformer, or "
+      f"your factory's import path package.module:function [{d.model}]")  # fmt: skip
+    a("--dataset", default=d.dataset, help="cifar10, synthetic, copy, reverse, or your factory's "
+      f"import path [{d.dataset}]")  # fmt: skip
+    a("--loss", default=d.loss, help="import path of your loss(outputs, targets) "
+      "[cross-entropy]")  # fmt: skip
+    a("--evaluate", default=d.evaluate, help="import path of your evaluate(model) -> {name: value}"
+      " [the built-in test accuracy for a built-in dataset, else none]")  # fmt: skip
     a("--data-dir", default=d.data_dir, help="folder of the CIFAR-10 files [$FL_R2SP_DATA ...]")
     a("--max-train", type=int, default=d.max_train, help="N train examples, stratified (0 = all)")
     a("--batch-size", type=int, default=d.batch_size, help=f"initial batch size [{d.batch_size}]")
@@ -108,7 +113,8 @@ def _base_config(ns: argparse.Namespace) -> ClusterConfig:
                         else ClusterConfig().scheme)  # fmt: skip
     return ClusterConfig(
         workers=ns.workers, servers=ns.servers, scheme=params, model=ns.model,
-        dataset=ns.dataset, data_dir=ns.data_dir, max_train=ns.max_train,
+        dataset=ns.dataset, loss=ns.loss, evaluate=ns.evaluate, data_dir=ns.data_dir,
+        max_train=ns.max_train,
         batch_size=ns.batch_size, lr=ns.lr, momentum=ns.momentum, max_iterations=ns.iterations,
         loss_threshold=ns.loss_threshold, convergence_window=ns.convergence_window,
         server_bandwidth_mb_s=ns.server_bandwidth, chunk_kb=ns.chunk_kb,

@@ -43,6 +43,9 @@ def preflight(cfg: ClusterRunConfig) -> None:
     FileNotFoundError
         If the dataset's files are missing (CIFAR-10 is loaded once; this also fills the
         decoded-array cache the ranks then read).
+    ImportPathError
+        If the training job breaks its contract (:func:`~fl_r2sp.cluster.userjob.job.check_job`:
+        the message names the model's, dataset's, loss's or evaluation's path).
     """
     cfg = base_of(cfg)
     if any(d.startswith("cuda") for d in cfg.devices):
@@ -55,11 +58,10 @@ def preflight(cfg: ClusterRunConfig) -> None:
         for d in cfg.devices:
             if ":" in d and int(d.split(":")[1]) >= count:
                 raise RuntimeError(f"device {d} requested, but only {count} GPUs are visible")
-    if cfg.dataset == "cifar10" and not cfg.scripted_compute:
-        from fl_r2sp.cluster.data import make_dataset
+    if not cfg.scripted_compute:
+        from fl_r2sp.cluster.userjob.job import check_job
 
-        make_dataset(cfg.model, cfg.dataset, cfg.data_dir or None, cfg.seed, include_test=False,
-                     max_train=cfg.max_train)  # fmt: skip
+        check_job(cfg)
 
 
 def launch(cfg: ClusterRunConfig, start_method: str = "forkserver") -> dict[str, Any]:

@@ -109,7 +109,14 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
         **{k: v for k, v in stats.items() if k not in ("started_at", "ended_at", "error")},
         "run_dir": str(run_dir),
     }  # fmt: skip
-    torch.save({"flat": worker.flat.clone(), "model": base.model}, run_dir / "final_params.pt")
+    torch.save(
+        {
+            "flat": worker.flat.clone(),
+            "model": base.model,
+            "state_dict": worker.job.state_dict(worker.flat),
+        },
+        run_dir / "final_params.pt",
+    )
     (run_dir / "summary.json").write_text(json.dumps(strict_json(summary), indent=2) + "\n")
     writer.close(summary)  # writes COMPLETE last: a folder without it is incomplete
     if base.plots:
