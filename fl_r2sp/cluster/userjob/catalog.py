@@ -86,6 +86,18 @@ def dataset_factory_path(dataset: str, model: str) -> str:
     return f"{BUILTIN}:{dataset}"
 
 
+def builtin_dataset_name(dataset: str, model: str) -> str | None:
+    """The registry name of ``dataset`` (a name, or the import path of a built-in factory that
+    fits ``model``), or None for a user's dataset."""
+    for name in DATASET_NAMES:
+        try:
+            if dataset in (name, dataset_factory_path(name, model)):
+                return name
+        except ValueError:  # a name the model does not take
+            continue
+    return None
+
+
 def check_model_dataset(name: str, dataset: str) -> None:
     """Raise ValueError unless built-in model ``name`` takes built-in dataset ``dataset``."""
     takes = MODEL_DATASETS.get(name)

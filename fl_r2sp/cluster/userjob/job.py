@@ -20,11 +20,12 @@ from fl_r2sp.cluster.data import BatchStream
 from fl_r2sp.cluster.userjob.batches import IterableStream, is_map_style, stream_of
 from fl_r2sp.cluster.userjob.catalog import (
     DEFAULT_LOSS,
+    builtin_dataset_name,
     builtin_model_name,
     dataset_factory_path,
     model_factory_path,
 )
-from fl_r2sp.importpath import ImportPathError, is_import_path, resolve
+from fl_r2sp.importpath import ImportPathError, resolve
 
 __all__ = ["TrainingJob", "call_declared", "check_job"]
 
@@ -60,19 +61,16 @@ class TrainingJob:
         self.model_path = model_factory_path(cfg.model)
         self.dataset_path = dataset_factory_path(cfg.dataset, cfg.model)
         self.loss_path = cfg.loss or DEFAULT_LOSS
+        self.builtin_dataset = builtin_dataset_name(cfg.dataset, cfg.model)
         self._loss: Callable[..., Any] | None = None
         self._test: Any = None
-
-    @property
-    def builtin_data(self) -> bool:
-        """Whether the dataset is a built-in name (it then has a built-in test split)."""
-        return not is_import_path(self.cfg.dataset)
 
     @property
     def evaluates(self) -> bool:
         """Whether :meth:`evaluate` has anything to do (a user's evaluation, or a built-in
         dataset's test split; ``eval_samples`` 0 turns both off)."""
-        return self.cfg.eval_samples > 0 and (bool(self.cfg.evaluate) or self.builtin_data)
+        builtin = self.builtin_dataset is not None
+        return self.cfg.eval_samples > 0 and (bool(self.cfg.evaluate) or builtin)
 
     def build_model(self) -> nn.Module:
         """A fresh CPU model: the factory called with torch's generator seeded with ``seed``
@@ -161,7 +159,7 @@ class TrainingJob:
             from fl_r2sp.cluster.data import make_dataset
 
             name = builtin_model_name(self.cfg.model) or ""
-            self._test = make_dataset(name, self.cfg.dataset, self.cfg.data_dir or None,
+            self._test = make_dataset(name, str(self.builtin_dataset), self.cfg.data_dir or None,
                                       self.cfg.seed, include_test=True).test  # fmt: skip
         return self._test
 
