@@ -8,7 +8,9 @@ violation raises :class:`~fl_r2sp.importpath.ImportPathError` naming the path at
 
 from __future__ import annotations
 
+import base64
 import inspect
+import io
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -27,7 +29,14 @@ from fl_r2sp.cluster.userjob.catalog import (
 )
 from fl_r2sp.importpath import ImportPathError, resolve
 
-__all__ = ["TrainingJob", "call_declared", "check_job"]
+__all__ = [
+    "TrainingJob",
+    "buffers_of",
+    "call_declared",
+    "check_job",
+    "decode_buffers",
+    "encode_buffers",
+]
 
 #: Examples of the batch :func:`check_job` runs through the model and the loss.
 CHECK_BATCH = 2
@@ -93,10 +102,20 @@ class TrainingJob:
         nn.utils.vector_to_parameters(flat.detach().cpu(), params)
         return model
 
-    def state_dict(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The ``state_dict`` of :meth:`with_params`: loads into the user's module. Buffers
-        (BatchNorm statistics) are the initial ones: schemes synchronise parameters only."""
-        return {k: v.detach().clone() for k, v in self.with_params(flat).state_dict().items()}
+    def state_dict(
+        self, flat: torch.Tensor, buffers: Mapping[str, torch.Tensor] | None = None
+    ) -> dict[str, torch.Tensor]:
+        """The ``state_dict`` of :meth:`with_params`: loads into the user's module.
+
+        Schemes synchronise the trainable parameters only; buffers (BatchNorm statistics) are
+        each worker's own. ``buffers`` (one worker's, :func:`buffers_of`) replace the initial
+        ones where given.
+        """
+        out = {k: v.detach().clone() for k, v in self.with_params(flat).state_dict().items()}
+        for name, value in (buffers or {}).items():
+            if name in out:
+                out[name] = value.detach().cpu().clone()
+        return out
 
     def train_data(self, worker: int) -> Any:
         """What the dataset factory returns for ``worker`` (rank = worker index, world_size =
@@ -162,6 +181,29 @@ class TrainingJob:
             self._test = make_dataset(name, str(self.builtin_dataset), self.cfg.data_dir or None,
                                       self.cfg.seed, include_test=True).test  # fmt: skip
         return self._test
+
+
+def buffers_of(model: nn.Module) -> dict[str, torch.Tensor]:
+    """``model``'s buffers by state-dict name, on the CPU."""
+    return {name: b.detach().cpu().clone() for name, b in model.named_buffers()}
+
+
+def encode_buffers(model: nn.Module) -> str:
+    """:func:`buffers_of` as text for the store's JSON values ("" if it has none)."""
+    found = buffers_of(model)
+    if not found:
+        return ""
+    out = io.BytesIO()
+    torch.save(found, out)
+    return base64.b64encode(out.getvalue()).decode("ascii")
+
+
+def decode_buffers(text: str | None) -> dict[str, torch.Tensor]:
+    """Inverse of :func:`encode_buffers` (empty for "" or None)."""
+    if not text:
+        return {}
+    raw = io.BytesIO(base64.b64decode(text))
+    return dict(torch.load(raw, weights_only=True))
 
 
 def _metrics(out: object, path: str) -> dict[str, float]:

@@ -22,6 +22,12 @@ class TinyNet(nn.Module):
         return self.body(x)  # type: ignore[no-any-return]
 
 
+def bn_net() -> nn.Module:
+    """A model with BatchNorm: its running statistics are buffers, not parameters."""
+    return nn.Sequential(nn.Linear(FEATURES, 12), nn.BatchNorm1d(12), nn.ReLU(),
+                         nn.Linear(12, CLASSES))  # fmt: skip
+
+
 def tiny_net() -> nn.Module:
     """The model factory: takes nothing (the job seeds torch's generator around it)."""
     return TinyNet()

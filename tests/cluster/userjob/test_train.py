@@ -171,3 +171,18 @@ def test_an_iterable_dataset_trains_with_its_own_batches(tmp_path: Path) -> None
                            **knobs)  # fmt: skip
     assert result.summary["status"] == "ok" and result.summary["iterations_per_worker"] == [6, 6]
     job.TinyNet().load_state_dict(result.state_dict)
+
+
+@pytest.mark.parametrize(("scheme", "knobs"), [("asp", {"servers": 1, **PS_QUIET}),
+                                               ("allreduce", {})])  # fmt: skip
+def test_the_saved_state_dict_keeps_a_workers_batchnorm_statistics(
+    tmp_path: Path, scheme: str, knobs: dict[str, Any]
+) -> None:
+    result = cluster.train(model=f"{JOB}:bn_net", dataset=f"{JOB}:blobs", scheme=scheme,
+                           evaluate=f"{JOB}:accuracy", workers=2, run_dir=str(tmp_path),
+                           **KNOBS, **knobs)  # fmt: skip
+    state = result.state_dict
+    job.bn_net().load_state_dict(state)
+    # trained: six batches moved the running mean off its initial zeros
+    assert int(state["1.num_batches_tracked"]) == 6
+    assert float(state["1.running_mean"].abs().sum()) > 0.0

@@ -38,7 +38,7 @@ from fl_r2sp.cluster.runtime.dssync.worker import (
 )
 from fl_r2sp.cluster.runtime.peer.rank import initial_flat, open_run, run_peer_rank
 from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
-from fl_r2sp.cluster.userjob.job import TrainingJob
+from fl_r2sp.cluster.userjob.job import TrainingJob, buffers_of
 
 
 def run_dssync_rank(
@@ -166,8 +166,9 @@ class Lead:
             ema, avg = final
             summary.update(self._evaluate(ema, "ema"))
             summary.update(self._evaluate(avg, "avg"))
+            state = worker.job.state_dict(ema, buffers_of(worker.model))
             torch.save({"flat": ema, "model_avg": avg, "model": worker.flat.clone(),
-                        "model_name": base.model, "state_dict": worker.job.state_dict(ema)},
+                        "model_name": base.model, "state_dict": state},
                        self.run_dir / "final_params.pt")  # fmt: skip
         writer.close(summary)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

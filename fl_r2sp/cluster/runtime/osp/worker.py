@@ -38,6 +38,7 @@ from fl_r2sp.cluster.runtime.osp import wire as W
 from fl_r2sp.cluster.runtime.osp.layout import LayerLayout, Range, add_ranges, gather
 from fl_r2sp.cluster.runtime.osp.links import OSPLinks
 from fl_r2sp.cluster.runtime.ps.worker import Worker
+from fl_r2sp.cluster.userjob.job import encode_buffers
 
 
 class _Aborted(RuntimeError):
@@ -227,4 +228,5 @@ class OSPWorker(Worker):
         if self.job.evaluates:
             nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
             result.update(self.job.evaluate(self.model, self.device))
+            result["buffers"] = encode_buffers(self.model)  # for the saved state_dict
         set_json(self.store, P.EVAL_KEY, result)

@@ -48,7 +48,7 @@ from fl_r2sp.cluster.runtime.common.context import (
 )
 from fl_r2sp.cluster.runtime.ps import compute_model
 from fl_r2sp.cluster.runtime.ps.links import ShardUnreachable, WorkerLinks
-from fl_r2sp.cluster.userjob.job import TrainingJob
+from fl_r2sp.cluster.userjob.job import TrainingJob, encode_buffers
 
 KILL_ENV = "FL_R2SP_CLUSTER_KILL"
 #: The kill hook's point "calibration" (``"<worker>:calibration"``), as an iteration number
@@ -249,6 +249,7 @@ class Worker:
         ):
             nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
             result.update(self.job.evaluate(self.model, self.device))
+            result["buffers"] = encode_buffers(self.model)  # for the saved state_dict
         set_json(self.store, P.EVAL_KEY, result)
 
     def _transfer(self, fn: Any, what: str) -> Any:

@@ -30,6 +30,7 @@ from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce.controller import ReduceCoordinator
 from fl_r2sp.cluster.runtime.reduce.worker import ReduceWorker
 from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
+from fl_r2sp.cluster.userjob.job import buffers_of
 
 
 def run_reduce_rank(
@@ -113,7 +114,7 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
         {
             "flat": worker.flat.clone(),
             "model": base.model,
-            "state_dict": worker.job.state_dict(worker.flat),
+            "state_dict": worker.job.state_dict(worker.flat, buffers_of(worker.model)),
         },
         run_dir / "final_params.pt",
     )
