@@ -12,12 +12,11 @@ import base64
 import inspect
 import io
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import torch
 from torch import nn
 
-from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream
 from fl_r2sp.cluster.userjob.batches import IterableStream, is_map_style, stream_of
 from fl_r2sp.cluster.userjob.catalog import (
@@ -29,7 +28,37 @@ from fl_r2sp.cluster.userjob.catalog import (
 )
 from fl_r2sp.importpath import ImportPathError, resolve
 
+
+class JobSettings(Protocol):
+    """What a job reads of a run's :class:`~fl_r2sp.cluster.config.ClusterConfig` (a protocol,
+    since the config builds a job to count the model's parameters)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def loss(self) -> str: ...
+    @property
+    def evaluate(self) -> str: ...
+    @property
+    def data_dir(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def workers(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def max_train(self) -> int: ...
+    @property
+    def eval_samples(self) -> int: ...
+    @property
+    def scheme(self) -> Any: ...
+
+
 __all__ = [
+    "JobSettings",
     "TrainingJob",
     "buffers_of",
     "call_declared",
@@ -60,12 +89,13 @@ class TrainingJob:
 
     Parameters
     ----------
-    cfg : ClusterConfig
-        ``model``, ``dataset``, ``loss``, ``evaluate``, ``data_dir``, ``seed``, ``workers``,
-        ``batch_size``, ``max_train`` and ``eval_samples`` are used.
+    cfg : JobSettings
+        A :class:`~fl_r2sp.cluster.config.ClusterConfig`: ``model``, ``dataset``, ``loss``,
+        ``evaluate``, ``data_dir``, ``seed``, ``workers``, ``batch_size``, ``max_train`` and
+        ``eval_samples`` are used (and ``scheme``'s ``tuning`` by :func:`check_job`).
     """
 
-    def __init__(self, cfg: ClusterConfig) -> None:
+    def __init__(self, cfg: JobSettings) -> None:
         self.cfg = cfg
         self.model_path = model_factory_path(cfg.model)
         self.dataset_path = dataset_factory_path(cfg.dataset, cfg.model)
@@ -166,12 +196,13 @@ class TrainingJob:
             finally:
                 model.train()
             return _metrics(out, self.cfg.evaluate)
-        from fl_r2sp.cluster.runtime.ps.worker import evaluate
+        from fl_r2sp.cluster.userjob.builtin import evaluate_on_test_split
 
         test = self._builtin_test()
         if test is None:
             return {}
-        return evaluate(model, test.x, test.y, self.cfg.eval_samples, device, self.cfg.seed)
+        cfg = self.cfg
+        return evaluate_on_test_split(model, test.x, test.y, cfg.eval_samples, device, cfg.seed)
 
     def _builtin_test(self) -> Any:
         if self._test is None:
@@ -217,7 +248,7 @@ def _metrics(out: object, path: str) -> dict[str, float]:
                               ) from exc  # fmt: skip
 
 
-def check_job(cfg: ClusterConfig) -> None:
+def check_job(cfg: JobSettings) -> None:
     """Hold the job of ``cfg`` to the contract before any rank starts.
 
     Builds the model, worker 0's data and one batch of :data:`CHECK_BATCH` examples, runs

@@ -35,7 +35,6 @@ import time
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from fl_r2sp.cluster.runtime.common import protocol as P
@@ -54,7 +53,6 @@ KILL_ENV = "FL_R2SP_CLUSTER_KILL"
 #: The kill hook's point "calibration" (``"<worker>:calibration"``), as an iteration number
 #: no real iteration has.
 CALIBRATION_KILL = -2
-EVAL_BATCH = 500
 
 
 def kill_point(hook: str, worker: int) -> int:
@@ -266,31 +264,3 @@ class Worker:
 
 class _ServerFailure(RuntimeError):
     pass
-
-
-@torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, limit: int,
-             device: torch.device, seed: int = 0) -> dict[str, float]:  # fmt: skip
-    """Accuracy (per class label, or per token) and mean loss on ``limit`` test examples.
-
-    The examples are a seeded random subset (all of them if ``limit`` covers the split): the
-    packed CIFAR-10 archives are sorted by class, so the first ``limit`` would be biased.
-    BatchNorm layers use the evaluating worker's own running statistics (they are buffers,
-    not parameters, and stay on the workers).
-    """
-    model.eval()
-    total_n = int(y.shape[0])
-    n = min(limit, total_n)
-    order = torch.randperm(total_n, generator=torch.Generator().manual_seed(seed))[:n]
-    correct, total, loss_sum = 0, 0, 0.0
-    for a in range(0, n, EVAL_BATCH):
-        idx = order[a : a + EVAL_BATCH]
-        xb, yb = x[idx].to(device), y[idx].to(device)
-        logits = model(xb)
-        flat = logits.reshape(-1, logits.shape[-1])
-        loss_sum += float(F.cross_entropy(flat, yb.reshape(-1), reduction="sum"))
-        correct += int((logits.argmax(-1) == yb).sum())
-        total += int(yb.numel())
-    model.train()
-    return {"test_accuracy": correct / max(total, 1), "test_loss": loss_sum / max(total, 1),
-            "test_examples": n}  # fmt: skip

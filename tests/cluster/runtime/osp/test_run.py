@@ -167,9 +167,9 @@ def test_final_model_of_an_osp_run_equals_the_workers(tmp_path: Path) -> None:
     nn.utils.vector_to_parameters(_final(summary), list(model.parameters()))
     test = make_dataset("mlp", "synthetic", None, cfg.seed).test
     assert test is not None
-    from fl_r2sp.cluster.runtime.ps.worker import evaluate
+    from fl_r2sp.cluster.userjob.builtin import evaluate_on_test_split
 
-    ps = evaluate(model, test.x, test.y, 256, torch.device("cpu"), cfg.seed)
+    ps = evaluate_on_test_split(model, test.x, test.y, 256, torch.device("cpu"), cfg.seed)
     assert summary["test_accuracy"] == pytest.approx(ps["test_accuracy"], abs=1e-9)
     assert summary["test_loss"] == pytest.approx(ps["test_loss"], abs=1e-5)
 
