@@ -46,7 +46,7 @@ import torch
 import torch.distributed as dist
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.models import build_model, param_count
+from fl_r2sp.cluster.models import build_cluster_model, param_count
 from fl_r2sp.cluster.runtime.common.protocol import HEADER
 from fl_r2sp.cluster.runtime.common.throttle import TokenBucket, recv_chunked, send_chunked
 from fl_r2sp.cluster.runtime.launcher import launch
@@ -322,7 +322,7 @@ def run_parts(
 
 def main(args: argparse.Namespace) -> int:
     """Run the parts and print their ratios side by side with the goals."""
-    msg_bytes = 4 * (param_count(build_model(args.model)) + HEADER)
+    msg_bytes = 4 * (param_count(build_cluster_model(args.model)) + HEADER)
     print(f"model {args.model}: {msg_bytes / 1e6:.2f} MB per transfer (1 PS holds every parameter)")
     with tempfile.TemporaryDirectory(prefix="bench_cluster_") as tmp:
         runs = Path(args.keep_runs) if args.keep_runs else Path(tmp)

@@ -64,12 +64,12 @@ def _real(order: str, seed: int, iterations: int, out: Path) -> tuple[dict[str, 
 def _twin(order: str, rows: list[dict[str, Any]], seed: int, cv: float | None) -> dict[str, Any]:
     from experiments.r2sp_cluster.real.fig8 import fig8_config
     from fl_r2sp.cluster.config import num_classes_of
-    from fl_r2sp.cluster.models import build_model
+    from fl_r2sp.cluster.models import build_cluster_model
     from fl_r2sp.cluster.policies.ps.r2sp import R2SPParams
     from fl_r2sp.cluster.sim import TwinSpec, simulate
 
     cfg = fig8_config("r2sp", seed)
-    model = build_model(cfg.model, num_classes_of(cfg.dataset), seed)
+    model = build_cluster_model(cfg.model, num_classes_of(cfg.dataset), seed)
     params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     compute = [float(r["compute_s"]) for r in rows]  # jitter: the CV over all workers
     per_worker = collections.defaultdict(list)

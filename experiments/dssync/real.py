@@ -191,10 +191,10 @@ def twin_ms(args: dict[str, Any]) -> dict[tuple[str, str], float]:
     (key "static": DS-Sync's static pattern before regrouping),
     times scaled from its 20 Gb/s links to ``link_rate`` MB/s, per-flow latency set to 0 (it
     would scale too). The network alone: no CPU cost, no gloo latency."""
-    from fl_r2sp.cluster.models import build_model, param_count
+    from fl_r2sp.cluster.models import build_cluster_model, param_count
     from fl_r2sp.cluster.sim.dssync.engine import GBPS, dssync_time
 
-    nbytes = 4.0 * param_count(build_model(MODEL))
+    nbytes = 4.0 * param_count(build_cluster_model(MODEL))
     out = {}
     for sc in ("S1", "S2", "S3"):
         rn = dataclasses.replace(twin_scenario(sc, "one-path"), alpha_s=0.0)
@@ -274,9 +274,9 @@ def table_lines(rows: list[dict[str, Any]], args: dict[str, Any]) -> list[str]:
 
 def scale_line(args: dict[str, Any]) -> str:
     """What ran, from the run's arguments (computed sizes)."""
-    from fl_r2sp.cluster.models import build_model, param_count
+    from fl_r2sp.cluster.models import build_cluster_model, param_count
 
-    n = param_count(build_model(MODEL))
+    n = param_count(build_cluster_model(MODEL))
     seeds = ", ".join(str(x) for x in args.get("seeds", [args["seed"]]))
     return (f"{args['workers']} worker processes on one machine in two racks, {MODEL} "
             f"({n / 1e6:.2f} M parameters, {4 * n / 1e6:.1f} MB) on the synthetic set, "

@@ -1,5 +1,18 @@
 """Cluster mode: data-parallel training on torch.distributed (parameter servers, all-reduce groups).
 
+Train your own model (the contract of its factories: :mod:`fl_r2sp.cluster.userjob`)::
+
+    import fl_r2sp.cluster as cluster
+
+    result = cluster.train(model="mypkg.job:model", dataset="mypkg.job:data",
+                           scheme="r2sp", workers=4, servers=1)
+    my_module.load_state_dict(result.state_dict)
+
+:func:`train` runs every rank on this machine; :func:`run_worker` is the entry of a user's own
+``torchrun`` script across machines; ``python -m fl_r2sp.cluster`` is :func:`train`'s command
+line (the same knobs as flags). Importing this package imports neither torch nor Flower: the
+names below load on first use.
+
 One coordinator policy, two clocks (the same rule as the federated side):
 
 * ``policies/``: plain-Python decisions (who may start its next iteration, when, with which
@@ -13,3 +26,48 @@ Each of the three is split by scheme family (``ps/``, ``osp/``, ``reduce/``, ``d
 ``common/``); :mod:`fl_r2sp.cluster.schemes` is the one table from a scheme's name to its
 record, rank entry, twin and command-line flags.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fl_r2sp.cluster.api import TrainResult, make_config, run_worker, train
+    from fl_r2sp.cluster.runtime.launcher import ClusterRunError
+    from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES
+    from fl_r2sp.importpath import ImportPathError
+
+__all__ = [
+    "CLUSTER_SCHEMES",
+    "ClusterRunError",
+    "ImportPathError",
+    "TrainResult",
+    "make_config",
+    "run_worker",
+    "train",
+]
+
+#: Public name -> the module that defines it (imported on first access, PEP 562).
+_HOMES = {
+    "TrainResult": "fl_r2sp.cluster.api",
+    "make_config": "fl_r2sp.cluster.api",
+    "run_worker": "fl_r2sp.cluster.api",
+    "train": "fl_r2sp.cluster.api",
+    "ClusterRunError": "fl_r2sp.cluster.runtime.launcher",
+    "CLUSTER_SCHEMES": "fl_r2sp.cluster.schemes",
+    "ImportPathError": "fl_r2sp.importpath",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

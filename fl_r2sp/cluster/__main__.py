@@ -24,26 +24,32 @@ EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the cluster mode from the command line; return the exit status."""
+    """Run the cluster mode from the command line; return the exit status.
+
+    The flags are parsed (and refused) before torch is imported; the run itself is
+    :func:`fl_r2sp.cluster.api.run`, the path of the Python API.
+    """
     from fl_r2sp.cluster.runtime.cli import describe, parse
-    from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT
-    from fl_r2sp.cluster.runtime.launcher import ClusterRunError, launch
 
     cfg, ns = parse(argv)
     for caveat in cfg.caveats():
         print(f"[cluster] warning: {caveat}", file=sys.stderr, flush=True)
     print(f"[cluster] {describe(cfg, ns.scheme)}", flush=True)
+    from fl_r2sp.cluster.api import run
+    from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT
+    from fl_r2sp.cluster.runtime.launcher import ClusterRunError
+
     try:
-        summary = launch(cfg, start_method=ns.launch_method)
+        result = run(cfg, start_method=ns.launch_method)
     except ClusterRunError as exc:
         if exc.summary is not None:
             print(json.dumps(exc.summary, indent=2, default=str))
         print(f"[cluster] {exc.status.upper()}: {exc}", file=sys.stderr, flush=True)
         return {"interrupted": EXIT_INTERRUPTED, "timeout": EXIT_TIMEOUT}.get(exc.status, 1)
-    except (RuntimeError, FileNotFoundError) as exc:
+    except (ValueError, RuntimeError, FileNotFoundError) as exc:
         print(f"[cluster] cannot start: {exc}", file=sys.stderr, flush=True)
         return 2
-    print(json.dumps(summary, indent=2, default=str))
+    print(json.dumps(result.summary, indent=2, default=str))
     return 0
 
 

@@ -42,7 +42,12 @@ class ClusterConfig:
         The parameter-server scheme's record: its name and knobs (one record class per
         scheme, listed in the scheme table :mod:`fl_r2sp.cluster.schemes`).
     model, dataset : str ["resnet32", "cifar10"]
-        Names from :mod:`fl_r2sp.cluster.models` and :mod:`fl_r2sp.cluster.data`.
+        Built-in names (:mod:`fl_r2sp.cluster.userjob.catalog`) or the import paths
+        ``package.module:factory`` of the user's own factories (the contract:
+        :mod:`fl_r2sp.cluster.userjob`).
+    loss, evaluate : str ["", ""]
+        Import paths of the user's loss and evaluation ("" = cross-entropy, and the built-in
+        test accuracy for a built-in dataset).
     data_dir : str [""]
         Folder of the CIFAR-10 files ("" = ``$FL_R2SP_DATA`` or the user cache).
     max_train : int [0]
@@ -108,6 +113,8 @@ class ClusterConfig:
     scheme: PSParams = field(default_factory=R2SPParams)
     model: str = "resnet32"
     dataset: str = "cifar10"
+    loss: str = ""
+    evaluate: str = ""
     data_dir: str = ""
     max_train: int = 0
     batch_size: int = 128
@@ -170,12 +177,7 @@ class ClusterConfig:
         bad = [d for d in self.devices if not _DEVICE.match(d)]
         if not self.devices or bad:
             raise ValueError(f"devices must be cpu, cuda or cuda:<i>, got {list(self.devices)}")
-        from fl_r2sp.cluster.data import DATASET_NAMES
-        from fl_r2sp.cluster.models import check_model_dataset
-
-        if self.dataset not in DATASET_NAMES:
-            raise ValueError(f"unknown dataset {self.dataset!r}; choose one of {DATASET_NAMES}")
-        check_model_dataset(self.model, self.dataset)
+        self._check_job_paths()
         if check_model:
             count = self.parameter_count()
             if self.servers > count:
@@ -184,6 +186,18 @@ class ClusterConfig:
                     f"{self.model!r}: every parameter server needs a non-empty shard"
                 )
         return self
+
+    def _check_job_paths(self) -> None:
+        """Names known and paths well formed (torch-free; the paths resolve in
+        :func:`~fl_r2sp.cluster.userjob.job.check_job`, before any rank starts)."""
+        from fl_r2sp.cluster.userjob.catalog import dataset_factory_path, model_factory_path
+        from fl_r2sp.importpath import check_form
+
+        check_form(model_factory_path(self.model), "model")
+        check_form(dataset_factory_path(self.dataset, self.model), "dataset")
+        for what in ("loss", "evaluate"):
+            if getattr(self, what):
+                check_form(getattr(self, what), what)
 
     def caveats(self) -> list[str]:
         """Warnings about settings a user may mean although they turn the scheme into another:
@@ -196,9 +210,10 @@ class ClusterConfig:
 
     def parameter_count(self) -> int:
         """Number of trainable parameters of the configured model (builds it once)."""
-        from fl_r2sp.cluster.models import build_model, param_count
+        from fl_r2sp.cluster.models import param_count
+        from fl_r2sp.cluster.userjob.job import TrainingJob
 
-        return param_count(build_model(self.model, num_classes_of(self.dataset), self.seed))
+        return param_count(TrainingJob(self).build_model())
 
     def _check_sizes(self) -> None:
         for name in (

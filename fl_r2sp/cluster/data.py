@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from fl_r2sp.cluster.models import BOS, check_model_dataset, model_spec
+from fl_r2sp.cluster.userjob.catalog import DATASET_NAMES
 
-DATASET_NAMES: tuple[str, ...] = ("cifar10", "synthetic", "copy", "reverse")
 #: Defaults of the generated sets: examples, held-out examples, sequence length, vocabulary.
 SYNTHETIC_TRAIN, SYNTHETIC_TEST = 2048, 512
 SEQ_LENGTH, SEQ_VOCAB = 12, 10
@@ -43,13 +43,17 @@ class TensorSplit:
     def __len__(self) -> int:
         return int(self.y.shape[0])
 
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Example ``i`` as ``(x, y)``: a split is a map-style dataset of the user contract."""
+        return self.x[i], self.y[i]
+
 
 @dataclass(frozen=True, eq=False)
 class ClusterData:
     """A dataset ready for training: train split, optional test split, number of classes.
 
     ``num_classes`` is the model's output size (the vocabulary, BOS included, for the
-    sequence tasks); pass it to :func:`fl_r2sp.cluster.models.build_model`.
+    sequence tasks); pass it to :func:`fl_r2sp.cluster.models.build_cluster_model`.
     """
 
     train: TensorSplit
@@ -212,12 +216,22 @@ class BatchStream:
 
     def take(self, batch_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The next batch ``(x, y)`` of ``batch_size`` examples (default: ``self.batch_size``)."""
+        idx = self.next_indices(batch_size)
+        return self.split.x[idx], self.split.y[idx]
+
+    def first(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The split's first ``batch_size`` examples, without advancing the stream."""
+        return self.split.x[:batch_size], self.split.y[:batch_size]
+
+    def next_indices(self, batch_size: int | None = None) -> torch.Tensor:
+        """The indices of the next batch of ``batch_size`` examples (default:
+        ``self.batch_size``), from the stream's permutations."""
         size = self.batch_size if batch_size is None else _check_size(batch_size)
         while self._pending.numel() < size:
             perm = torch.randperm(len(self.split), generator=self.generator)
             self._pending = torch.cat([self._pending, perm])
         idx, self._pending = self._pending[:size], self._pending[size:]
-        return self.split.x[idx], self.split.y[idx]
+        return idx
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         return self

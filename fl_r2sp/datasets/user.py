@@ -46,7 +46,7 @@ _WHAT = "dataset"
 
 
 def _bad(spec: str, problem: str) -> ImportPathError:
-    return ImportPathError(f"{_WHAT} '{spec}': {problem}")
+    return ImportPathError(_WHAT, spec, problem)
 
 
 def _pairs_to_arrays(spec: str, split: str, ds: Any) -> tuple[Any, Any]:

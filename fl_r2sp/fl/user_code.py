@@ -44,6 +44,8 @@ def check_user_code(cfg: RunConfig) -> None:
         check_user_model(name, classes, np.zeros((2, *shape), np.float32))
     elif model_input_shape(name) != shape:
         raise ImportPathError(
-            f"dataset '{cfg.dataset}': its inputs are {shape} but model {name!r} takes "
-            f"{model_input_shape(name)}; bring a model by import path too"
+            "dataset",
+            cfg.dataset,
+            f"its inputs are {shape} but model {name!r} takes "
+            f"{model_input_shape(name)}; bring a model by import path too",
         )

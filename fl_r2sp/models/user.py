@@ -39,7 +39,7 @@ _WHAT = "model"
 
 
 def _bad(spec: str, problem: str) -> ImportPathError:
-    return ImportPathError(f"{_WHAT} '{spec}': {problem}")
+    return ImportPathError(_WHAT, spec, problem)
 
 
 def build_user_model(spec: str, num_classes: int, seed: int) -> nn.Module:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fl_r2sp.cluster.data import BatchStream, TensorSplit, batches, make_dataset
-from fl_r2sp.cluster.models import BOS, batch_loss, build_model
+from fl_r2sp.cluster.models import BOS, batch_loss, build_cluster_model
 from fl_r2sp.datasets import synthetic
 
 
@@ -115,7 +115,7 @@ def test_batch_stream_rejects_bad_sizes() -> None:
 
 def test_synthetic_set_is_learnable_by_the_mlp() -> None:
     data = make_dataset("mlp", "synthetic", seed=0)
-    model = build_model("mlp", seed=0)
+    model = build_cluster_model("mlp", seed=0)
     opt = torch.optim.SGD(model.parameters(), lr=0.3)
     stream = batches(data.train, 64, torch.Generator().manual_seed(0))
     for _ in range(40):

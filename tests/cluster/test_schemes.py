@@ -17,7 +17,7 @@ from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushRepo
 from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 from fl_r2sp.cluster.runtime.cli import build_parser, parse
-from fl_r2sp.cluster.schemes import PS_FAMILY, SCHEMES, names_of, ps_row, scheme
+from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES, PS_FAMILY, names_of, ps_row, scheme
 from fl_r2sp.cluster.sim import TwinSpec
 
 TINY = ["--model", "mlp", "--dataset", "synthetic"]
@@ -62,7 +62,7 @@ class HoldParams(PSParams):
 
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(SCHEMES, "toy", ps_row("toy", HoldParams))
+    monkeypatch.setitem(CLUSTER_SCHEMES, "toy", ps_row("toy", HoldParams))
 
 
 @pytest.mark.usefixtures("toy")
@@ -92,7 +92,7 @@ def test_a_toy_ps_scheme_runs_from_its_row_alone() -> None:
 
 
 def test_every_ps_row_names_its_record_and_the_record_its_scheme() -> None:
-    for name, row in SCHEMES.items():
+    for name, row in CLUSTER_SCHEMES.items():
         record = row.ps_params
         if record is not None:
             assert record(scheme=name).validate().policy(2, 4).name == name

@@ -39,7 +39,7 @@ def fig13(out: Path) -> dict[str, Any]:
     for jitter in JITTERS:
         for r in R_VALUES:
             spec = cluster_a(
-                "vgg16", scheme_params("r2sp", gap_factor=r), "table1", 200, jitter_cv=jitter
+                "vgg16", scheme_params("r2sp", worker_gap_factor=r), "table1", 200, jitter_cv=jitter
             )
             res = run_seeds(spec)
             it, it_sd = mean_of(res, lambda x: x.mean_iteration_time(SKIP))

@@ -29,17 +29,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fl_r2sp.cluster.userjob.catalog import (
+    FLAT_DATASETS,
+    IMAGE_DATASETS,
+    SEQ_DATASETS,
+    check_model_dataset,
+)
 from fl_r2sp.models.mlp import DigitsMLP
 from fl_r2sp.models.registry import count_parameters
 from fl_r2sp.models.resnet import CifarResNet
 
 from .seq2seq import BOS, Seq2SeqTransformer
 from .vision import CifarAlexNet, CifarVGG16
-
-#: Datasets of 3x32x32 images, flat 64-vectors and token sequences (names of ``data``).
-IMAGE_DATASETS = frozenset({"cifar10", "synthetic"})
-FLAT_DATASETS = frozenset({"synthetic"})
-SEQ_DATASETS = frozenset({"copy", "reverse"})
 
 
 @dataclass(frozen=True)
@@ -102,18 +103,7 @@ def model_spec(name: str) -> ClusterModelSpec:
     return MODELS[name]
 
 
-def check_model_dataset(name: str, dataset: str) -> None:
-    """Raise ValueError unless model ``name`` accepts the examples of ``dataset``."""
-    spec = model_spec(name)
-    if dataset not in spec.datasets:
-        ok = sorted(n for n, s in MODELS.items() if dataset in s.datasets)
-        raise ValueError(
-            f"model {name!r} does not take dataset {dataset!r} (it takes {sorted(spec.datasets)});"
-            f" models for {dataset!r}: {ok}"
-        )
-
-
-def build_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
+def build_cluster_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
     """A fresh float32 CPU model ``name`` (see :data:`MODEL_NAMES`) with ``num_classes``
     outputs (the vocabulary, BOS included, for ``transformer``) [10], its initial weights drawn
     from ``seed`` [0]: identical arguments give identical weights."""
@@ -130,15 +120,20 @@ def build_model(name: str, num_classes: int = 10, seed: int = 0) -> nn.Module:
 param_count = count_parameters
 
 
-def batch_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of ``model(x)`` against ``y`` (classes, or one token per position).
+def cross_entropy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of ``outputs`` against ``targets`` (classes, or one token per
+    position): the loss of every built-in model, and a user job's default loss.
 
     Works for ``(batch, classes)`` logits with ``(batch,)`` labels and for ``(batch, length,
     vocab)`` logits with ``(batch, length)`` targets alike, so the runtime needs no per-model
     code.
     """
-    logits = model(x)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    return F.cross_entropy(outputs.reshape(-1, outputs.shape[-1]), targets.reshape(-1))
+
+
+def batch_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """:func:`cross_entropy` of ``model(x)`` against ``y``."""
+    return cross_entropy(model(x), y)
 
 
 __all__ = [
@@ -150,8 +145,9 @@ __all__ = [
     "CifarVGG16",
     "Seq2SeqTransformer",
     "batch_loss",
-    "build_model",
+    "build_cluster_model",
     "check_model_dataset",
+    "cross_entropy",
     "model_spec",
     "param_count",
 ]

@@ -1,6 +1,6 @@
 """Command-line flags of the cluster mode (shared by the launcher and the torchrun entry).
 
-``--scheme`` picks a row of the scheme table (:data:`fl_r2sp.cluster.schemes.SCHEMES`); its
+``--scheme`` picks a row of the scheme table (:data:`fl_r2sp.cluster.schemes.CLUSTER_SCHEMES`); its
 family's flags (a help group per family, holding the family's shared flags and its schemes'
 record flags) build the family's run config: a :class:`ClusterConfig` for a parameter-server
 scheme, a ``ReduceRunConfig`` or ``DSSyncRunConfig`` otherwise. A family owns its flags: one
@@ -21,8 +21,8 @@ from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.runtime.common.cli_values import parse_floats as _floats
 from fl_r2sp.cluster.runtime.common.cli_values import parse_sample_cost
-from fl_r2sp.cluster.runtime.common.run_config import RunConfig
-from fl_r2sp.cluster.schemes import SCHEMES, Family, families, names_of, scheme
+from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
+from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES, Family, families, names_of, scheme
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -49,19 +49,24 @@ def build_parser(prog: str = "python -m fl_r2sp.cluster") -> argparse.ArgumentPa
 def _family_flags(g: argparse._ArgumentGroup, family: Family) -> None:
     """The family's shared flags, then each of its record classes' own flags (once each)."""
     family.add_flags(g)
-    records = [row.ps_params for row in SCHEMES.values() if row.family is family]
+    records = [row.ps_params for row in CLUSTER_SCHEMES.values() if row.family is family]
     for record in dict.fromkeys(r for r in records if r is not None):
         record.add_flags(g)
 
 
 def _job_flags(g: argparse._ArgumentGroup, d: ClusterConfig) -> None:
     a = g.add_argument
-    a("--scheme", choices=list(SCHEMES), default=d.scheme_name,
+    a("--scheme", choices=list(CLUSTER_SCHEMES), default=d.scheme_name,
       help=f"coordination scheme [{d.scheme_name}]")  # fmt: skip
     a("--workers", type=int, default=d.workers, help=f"N worker ranks [{d.workers}]")
-    a("--model", default=d.model, help=f"mlp, mlp-wide, resnet32, alexnet, vgg16, transformer "
-                                       f"[{d.model}]")  # fmt: skip
-    a("--dataset", default=d.dataset, help=f"cifar10, synthetic, copy, reverse [{d.dataset}]")
+    a("--model", default=d.model, help="mlp, mlp-wide, resnet32, alexnet, vgg16, transformer, or "
+      f"your factory's import path package.module:function [{d.model}]")  # fmt: skip
+    a("--dataset", default=d.dataset, help="cifar10, synthetic, copy, reverse, or your factory's "
+      f"import path [{d.dataset}]")  # fmt: skip
+    a("--loss", default=d.loss, help="import path of your loss(outputs, targets) "
+      "[cross-entropy]")  # fmt: skip
+    a("--evaluate", default=d.evaluate, help="import path of your evaluate(model) -> {name: value}"
+      " [the built-in test accuracy for a built-in dataset, else none]")  # fmt: skip
     a("--data-dir", default=d.data_dir, help="folder of the CIFAR-10 files [$FL_R2SP_DATA ...]")
     a("--max-train", type=int, default=d.max_train, help="N train examples, stratified (0 = all)")
     a("--batch-size", type=int, default=d.batch_size, help=f"initial batch size [{d.batch_size}]")
@@ -120,7 +125,8 @@ def _base_config(ns: argparse.Namespace) -> ClusterConfig:
                         else ClusterConfig().scheme)  # fmt: skip
     return ClusterConfig(
         workers=ns.workers, servers=ns.servers, scheme=params, model=ns.model,
-        dataset=ns.dataset, data_dir=ns.data_dir, max_train=ns.max_train,
+        dataset=ns.dataset, loss=ns.loss, evaluate=ns.evaluate, data_dir=ns.data_dir,
+        max_train=ns.max_train,
         batch_size=ns.batch_size, lr=ns.lr, momentum=ns.momentum, max_iterations=ns.iterations,
         loss_threshold=ns.loss_threshold, convergence_window=ns.convergence_window,
         server_bandwidth_mb_s=ns.server_bandwidth, chunk_kb=ns.chunk_kb,
@@ -150,7 +156,9 @@ def given_flags(argv: Sequence[str] | None = None) -> frozenset[str]:
     return frozenset(vars(shadow.parse_args(argv)))
 
 
-def config_from_namespace(ns: argparse.Namespace, given: frozenset[str] = frozenset()) -> RunConfig:
+def config_from_namespace(
+    ns: argparse.Namespace, given: frozenset[str] = frozenset()
+) -> ClusterRunConfig:
     """Turn parsed flags into a (not yet validated) run config of ``ns.scheme``'s family.
 
     ``given`` (:func:`given_flags`) names the flags the user typed; one owned by another
@@ -168,12 +176,12 @@ def config_from_namespace(ns: argparse.Namespace, given: frozenset[str] = frozen
     return family.build(ns, _base_config(ns), given)
 
 
-def describe(cfg: RunConfig, name: str) -> str:
+def describe(cfg: ClusterRunConfig, name: str) -> str:
     """The one-line announcement of a run of scheme ``name``."""
     return str(scheme(name).family.describe(cfg))
 
 
-def parse(argv: Sequence[str] | None = None) -> tuple[RunConfig, argparse.Namespace]:
+def parse(argv: Sequence[str] | None = None) -> tuple[ClusterRunConfig, argparse.Namespace]:
     """Parse ``argv`` into a validated run config and the raw flags.
 
     Exits with status 2 and a message naming the problem if a flag is bad or does not apply
@@ -182,7 +190,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[RunConfig, argparse.Namesp
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:
-        cfg: RunConfig = config_from_namespace(ns, given_flags(argv))
+        cfg: ClusterRunConfig = config_from_namespace(ns, given_flags(argv))
         cfg.validate()
         return cfg, ns
     except (ValueError, FileNotFoundError) as exc:
@@ -190,6 +198,6 @@ def parse(argv: Sequence[str] | None = None) -> tuple[RunConfig, argparse.Namesp
         raise  # unreachable: parser.error exits
 
 
-def config_from_args(argv: Sequence[str] | None = None) -> RunConfig:
+def config_from_args(argv: Sequence[str] | None = None) -> ClusterRunConfig:
     """Parse ``argv`` into a validated run config (exit 2 with a message if bad)."""
     return parse(argv)[0]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
 from fl_r2sp.cluster.runtime.local import base_of, run_local
 
 
@@ -33,7 +33,7 @@ class ClusterRunError(RuntimeError):
         self.status = status
 
 
-def preflight(cfg: RunConfig) -> None:
+def preflight(cfg: ClusterRunConfig) -> None:
     """Check what the ranks need before starting them (any family's run config).
 
     Raises
@@ -43,6 +43,9 @@ def preflight(cfg: RunConfig) -> None:
     FileNotFoundError
         If the dataset's files are missing (CIFAR-10 is loaded once; this also fills the
         decoded-array cache the ranks then read).
+    ImportPathError
+        If the training job breaks its contract (:func:`~fl_r2sp.cluster.userjob.job.check_job`:
+        the message names the model's, dataset's, loss's or evaluation's path).
     """
     cfg = base_of(cfg)
     if any(d.startswith("cuda") for d in cfg.devices):
@@ -55,19 +58,18 @@ def preflight(cfg: RunConfig) -> None:
         for d in cfg.devices:
             if ":" in d and int(d.split(":")[1]) >= count:
                 raise RuntimeError(f"device {d} requested, but only {count} GPUs are visible")
-    if cfg.dataset == "cifar10" and not cfg.scripted_compute:
-        from fl_r2sp.cluster.data import make_dataset
+    if not cfg.scripted_compute:
+        from fl_r2sp.cluster.userjob.job import check_job
 
-        make_dataset(cfg.model, cfg.dataset, cfg.data_dir or None, cfg.seed, include_test=False,
-                     max_train=cfg.max_train)  # fmt: skip
+        check_job(cfg)
 
 
-def launch(cfg: RunConfig, start_method: str = "forkserver") -> dict[str, Any]:
+def launch(cfg: ClusterRunConfig, start_method: str = "forkserver") -> dict[str, Any]:
     """Validate, check, run every rank on this machine supervised; return rank 0's summary.
 
     Parameters
     ----------
-    cfg : RunConfig
+    cfg : ClusterRunConfig
         The run: a :class:`ClusterConfig` (parameter servers) or another family's config,
         e.g. a :class:`~fl_r2sp.cluster.runtime.reduce.config.ReduceRunConfig`.
     start_method : str, default "forkserver"

@@ -48,7 +48,7 @@ from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT, timeout_reason
 from fl_r2sp.cluster.runtime.common.losses import EXIT, ExitPublisher
-from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
 from fl_r2sp.cluster.runtime.common.run_dir import RUN_DIR_ENV, make_run_dir, run_name
 from fl_r2sp.cluster.runtime.rank import run_rank
 
@@ -101,7 +101,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def base_of(cfg: RunConfig) -> ClusterConfig:
+def base_of(cfg: ClusterRunConfig) -> ClusterConfig:
     """The shared :class:`ClusterConfig` of any family's run config (itself, or its ``base``).
 
     Raises
@@ -115,7 +115,7 @@ def base_of(cfg: RunConfig) -> ClusterConfig:
     return base
 
 
-def rank_name(cfg: RunConfig, rank: int) -> str:
+def rank_name(cfg: ClusterRunConfig, rank: int) -> str:
     """'parameter server s (rank r)' or 'worker w (rank r)' (:func:`.common.names.rank_name`)."""
     return names.rank_name(rank, cfg.world_size, base_of(cfg).workers)
 
@@ -125,7 +125,7 @@ def exit_text(code: int) -> str:
     return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
 
 
-def _rank_main(cfg: RunConfig, url: str, rank: int, world: int, env: dict[str, str],
+def _rank_main(cfg: ClusterRunConfig, url: str, rank: int, world: int, env: dict[str, str],
                out: Any) -> None:  # fmt: skip
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor handles Ctrl-C
     os.environ.update(env)
@@ -140,7 +140,7 @@ def _rank_main(cfg: RunConfig, url: str, rank: int, world: int, env: dict[str, s
 
 
 def run_local(
-    cfg: RunConfig,
+    cfg: ClusterRunConfig,
     env: dict[str, str] | None = None,
     start_method: str = "forkserver",
 ) -> LocalRun:
@@ -148,7 +148,7 @@ def run_local(
 
     Parameters
     ----------
-    cfg : RunConfig
+    cfg : ClusterRunConfig
         The run of any family (a ``ClusterConfig``, ``ReduceRunConfig``, ``DSSyncRunConfig``).
     env : dict or None, default None
         Extra environment variables of every rank (e.g. the worker kill hook).
@@ -191,7 +191,7 @@ def run_local(
     return run
 
 
-def _watch(cfg: RunConfig, procs: list[Any], out: Any, stopped: threading.Event,
+def _watch(cfg: ClusterRunConfig, procs: list[Any], out: Any, stopped: threading.Event,
            deadline: float, exits: ExitPublisher) -> LocalRun:  # fmt: skip
     """Wait until every rank has ended, rank 0 has ended (without summary: failed; with one:
     the others get :data:`LEAVE_GRACE_S`), a signal came, or the deadline passed. A rank > 0
@@ -230,7 +230,7 @@ def _watch(cfg: RunConfig, procs: list[Any], out: Any, stopped: threading.Event,
         procs[0].join(0.1)
 
 
-def _publish_exits(cfg: RunConfig, procs: list[Any], exits: ExitPublisher) -> None:
+def _publish_exits(cfg: ClusterRunConfig, procs: list[Any], exits: ExitPublisher) -> None:
     """Publish every rank > 0 that ended with a non-zero code and is not yet published."""
     for r, p in enumerate(procs[1:], start=1):
         code = p.exitcode
@@ -268,7 +268,7 @@ def _stop_all(procs: list[Any]) -> None:
             p.join(STOP_GRACE_S)
 
 
-def record_ending(run_dir: Path, cfg: RunConfig, run: LocalRun) -> dict[str, Any]:
+def record_ending(run_dir: Path, cfg: ClusterRunConfig, run: LocalRun) -> dict[str, Any]:
     """Write ``summary.json`` (and ``run.json``'s summary, and the plots unless disabled) of an
     ending that rank 0 did not write up; return the summary.
 

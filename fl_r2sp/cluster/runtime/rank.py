@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from fl_r2sp.cluster.runtime.cli import config_from_args
-from fl_r2sp.cluster.runtime.common.run_config import RunConfig
+from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
 from fl_r2sp.cluster.schemes import family_of
 
 
 def run_rank(
-    config: RunConfig,
+    config: ClusterRunConfig,
     init_method: str | None = None,
     rank: int | None = None,
     world_size: int | None = None,
@@ -39,7 +39,7 @@ def run_rank(
 
     Parameters
     ----------
-    config : RunConfig
+    config : ClusterRunConfig
         The run configuration of any family; its family in the scheme table
         (:func:`fl_r2sp.cluster.schemes.family_of`) names the rank entry, which validates it
         again (a parameter-server scheme's then plays its row's ``play``).

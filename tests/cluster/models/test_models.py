@@ -12,7 +12,7 @@ from fl_r2sp.cluster.models import (
     MODEL_NAMES,
     CifarVGG16,
     batch_loss,
-    build_model,
+    build_cluster_model,
     check_model_dataset,
     model_spec,
     param_count,
@@ -29,7 +29,7 @@ def test_resnet32_has_he_et_al_parameter_count() -> None:
     # ResNet-32 adds two plain blocks per stage (widths 16, 32, 64).
     expected = 269_722 + 2 * sum(_block_params(w) for w in (16, 32, 64))
     assert expected == 464_154
-    assert param_count(build_model("resnet32")) == expected
+    assert param_count(build_cluster_model("resnet32")) == expected
     assert round(expected / 1e6, 2) == 0.46  # He et al.'s "0.46M"
 
 
@@ -57,13 +57,13 @@ def test_resnet32_has_he_et_al_parameter_count() -> None:
     ],
 )
 def test_parameter_counts_match_the_layer_arithmetic(name: str, count: int) -> None:
-    assert param_count(build_model(name)) == count
+    assert param_count(build_cluster_model(name)) == count
 
 
 def test_vgg16_batchnorm_adds_two_parameters_per_channel() -> None:
     channels = 2 * 64 + 2 * 128 + 3 * 256 + 6 * 512
     plain = param_count(CifarVGG16(batch_norm=False))
-    assert param_count(build_model("vgg16")) - plain == 2 * channels
+    assert param_count(build_cluster_model("vgg16")) - plain == 2 * channels
     convs = [
         (3, 64),
         (64, 64),
@@ -80,7 +80,7 @@ def test_vgg16_batchnorm_adds_two_parameters_per_channel() -> None:
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_forward_gives_logits_of_num_classes(name: str) -> None:
     spec = model_spec(name)
-    model = build_model(name, num_classes=7)
+    model = build_cluster_model(name, num_classes=7)
     if spec.input_dtype == torch.int64:
         x = torch.randint(0, 7, (2, 2, 5))
         expected = (2, 5, 7)
@@ -94,10 +94,10 @@ def test_build_is_deterministic_per_seed_and_leaves_global_rng_alone() -> None:
     torch.manual_seed(123)
     before = torch.rand(1)
     torch.manual_seed(123)
-    a = build_model("resnet32", seed=4)
+    a = build_cluster_model("resnet32", seed=4)
     assert torch.equal(torch.rand(1), before)
-    b = build_model("resnet32", seed=4)
-    c = build_model("resnet32", seed=5)
+    b = build_cluster_model("resnet32", seed=4)
+    c = build_cluster_model("resnet32", seed=5)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(pa, pb)
     assert not torch.equal(a.fc.weight, c.fc.weight)  # type: ignore[union-attr]
@@ -107,7 +107,7 @@ def test_resnet32_classifier_has_pytorch_default_init_and_fl_resnet_keeps_msra()
     from fl_r2sp.models.resnet import CifarResNet
 
     # nn.Linear's default draws weight and bias from U(-1/sqrt(64), 1/sqrt(64)) = U(-1/8, 1/8).
-    fc = build_model("resnet32", seed=0).fc.requires_grad_(False)  # type: ignore[union-attr]
+    fc = build_cluster_model("resnet32", seed=0).fc.requires_grad_(False)  # type: ignore[union-attr]
     assert float(fc.weight.abs().max()) <= 1 / 8 and float(fc.bias.abs().max()) <= 1 / 8
     assert float(fc.bias.abs().max()) > 0  # not zeroed
     # The FL side's net keeps the MSRA normal (std sqrt(2/64) ~ 0.18): 640 draws exceed 1/8.
@@ -120,9 +120,9 @@ def test_resnet32_classifier_has_pytorch_default_init_and_fl_resnet_keeps_msra()
 
 def test_unknown_model_and_bad_class_count_raise() -> None:
     with pytest.raises(ValueError, match="unknown cluster model 'resnet18'"):
-        build_model("resnet18")
+        build_cluster_model("resnet18")
     with pytest.raises(ValueError, match="num_classes"):
-        build_model("mlp", num_classes=0)
+        build_cluster_model("mlp", num_classes=0)
 
 
 def test_model_dataset_compatibility() -> None:
@@ -135,10 +135,10 @@ def test_model_dataset_compatibility() -> None:
 
 
 def test_batch_loss_is_cross_entropy_for_classes_and_tokens() -> None:
-    mlp = build_model("mlp")
+    mlp = build_cluster_model("mlp")
     x, y = torch.randn(4, 64), torch.tensor([0, 1, 2, 3])
     assert torch.allclose(batch_loss(mlp, x, y), F.cross_entropy(mlp(x), y))
-    tr = build_model("transformer", num_classes=5)
+    tr = build_cluster_model("transformer", num_classes=5)
     tokens = torch.randint(1, 5, (3, 2, 4))
     targets = torch.randint(1, 5, (3, 4))
     with torch.no_grad():
@@ -157,7 +157,7 @@ def test_batch_loss_is_cross_entropy_for_classes_and_tokens() -> None:
 
 def test_transformer_decoder_is_causal() -> None:
     # Changing a later decoder token must not change the logits of earlier positions.
-    model = build_model("transformer")
+    model = build_cluster_model("transformer")
     x = torch.randint(1, 10, (1, 2, 6))
     y = x.clone()
     y[0, 1, 4] = (x[0, 1, 4] % 9) + 1

@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from fl_r2sp.cluster.policies.common.base import ApplyMode
-from fl_r2sp.cluster.policies.ps.asp import ASPPolicy
+from fl_r2sp.cluster.policies.ps.asp import PSASPPolicy
 
 
-class OSPCoordinatorPolicy(ASPPolicy):
+class OSPCoordinatorPolicy(PSASPPolicy):
     """Permission for ``k + 1`` at the push of ``k``; a barrier scheme for fault handling.
 
-    Constructed as :class:`~fl_r2sp.cluster.policies.ps.asp.ASPPolicy` (``num_workers``,
+    Constructed as :class:`~fl_r2sp.cluster.policies.ps.asp.PSASPPolicy` (``num_workers``,
     ``batch_size``); every decision is ASP's, only :attr:`apply_mode` differs.
     """
 

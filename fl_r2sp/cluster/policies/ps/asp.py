@@ -14,7 +14,7 @@ from fl_r2sp.cluster.policies.common.params import KnoblessParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
-class ASPPolicy(TracedPolicy):
+class PSASPPolicy(TracedPolicy):
     """Asynchronous parallel coordinator: permission for ``k + 1`` at the push of ``k``.
 
     Parameters
@@ -40,4 +40,4 @@ class ASPParams(KnoblessParams):
     """ASP's record (asynchronous parallel): its name only."""
 
     scheme: str = "asp"
-    policy_class: ClassVar[type[TracedPolicy]] = ASPPolicy
+    policy_class: ClassVar[type[TracedPolicy]] = PSASPPolicy

@@ -16,7 +16,7 @@ from fl_r2sp.cluster.policies.common.params import KnoblessParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
 
 
-class BSPPolicy(TracedPolicy):
+class PSBSPPolicy(TracedPolicy):
     """Bulk-synchronous parallel coordinator (see the module docstring).
 
     Parameters
@@ -67,4 +67,4 @@ class BSPParams(KnoblessParams):
     """BSP's record (bulk-synchronous parallel): its name only."""
 
     scheme: str = "bsp"
-    policy_class: ClassVar[type[TracedPolicy]] = BSPPolicy
+    policy_class: ClassVar[type[TracedPolicy]] = PSBSPPolicy

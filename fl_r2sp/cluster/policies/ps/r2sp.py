@@ -5,7 +5,7 @@ Permission-to-Proceed. The coordinator:
 
 * grants in a **fixed round-robin order** over the live workers (0, 1, ..., N-1, 0, ...): a
   worker whose turn has not come waits even if it asked first; a lost worker is skipped;
-* spaces **consecutive permissions >= r·T/N apart** (``r`` = ``gap_factor``, ``N`` = live
+* spaces **consecutive permissions >= r·T/N apart** (``r`` = ``worker_gap_factor``, ``N`` = live
   workers). A request that is due later is held and released by :meth:`on_timer` at
   :meth:`next_deadline`; the gap is re-evaluated with the current T then;
 * estimates **T** with per-worker EMAs (weight ``ema_weight``; the first observation seeds an
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -103,7 +104,7 @@ class R2SPPolicy(TracedPolicy):
     ) -> None:
         super().__init__(num_workers, batch_size)
         params.validate()
-        self.gap_factor = float(params.gap_factor)
+        self.worker_gap_factor = float(params.worker_gap_factor)
         self.t_measure = params.t_measure
         self.t_seed = params.t_seed
         self.push_order = params.push_order
@@ -130,7 +131,7 @@ class R2SPPolicy(TracedPolicy):
     def gap(self) -> float:
         """Current minimum spacing r·T/N between consecutive permissions (0 if none live)."""
         n = len(self.live)
-        return self.gap_factor * self.estimate(self.t_measure) / n if n else 0.0
+        return self.worker_gap_factor * self.estimate(self.t_measure) / n if n else 0.0
 
     def due(self) -> float:
         """Earliest time of the next permission: ``t_last + gap`` (exactly >= gap apart)."""
@@ -257,6 +258,16 @@ class R2SPPolicy(TracedPolicy):
         }
 
 
+class DeprecatedAlias(argparse.Action):
+    """Store the value like the flag it renames, and warn on stderr that the name is old."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:  # fmt: skip
+        new = "--" + self.dest.replace("_", "-")
+        print(f"warning: {option_string} is deprecated; use {new}", file=sys.stderr, flush=True)
+        setattr(namespace, self.dest, values)
+
+
 @dataclass(frozen=True, kw_only=True)
 class R2SPParams(PSParams):
     """R²SP's record (defaults: ``docs/paper-notes.md``, cluster part).
@@ -264,7 +275,7 @@ class R2SPParams(PSParams):
     Parameters
     ----------
     scheme : str, default "r2sp"
-    gap_factor : float, default 0.8
+    worker_gap_factor : float, default 0.8
         r in [0, 1]: consecutive permissions are >= r·T/N apart (the paper's default).
     ema_weight : float, default 0.1
         Weight in (0, 1] of the latest observation in the EMAs of the iteration time (the
@@ -286,7 +297,7 @@ class R2SPParams(PSParams):
     """
 
     scheme: str = "r2sp"
-    gap_factor: float = 0.8
+    worker_gap_factor: float = 0.8
     ema_weight: float = 0.1
     tuning: str = "none"
     tuning_warmup: int = 5
@@ -296,7 +307,7 @@ class R2SPParams(PSParams):
 
     def check(self) -> None:
         """Raise ValueError naming the first bad knob."""
-        check_fraction("gap_factor r", self.gap_factor, low_open=False)
+        check_fraction("worker_gap_factor r", self.worker_gap_factor, low_open=False)
         check_fraction("ema_weight", self.ema_weight, low_open=True)
         check_int("tuning_warmup", self.tuning_warmup, 1)
         if self.tuning not in TUNING_RULES:
@@ -315,10 +326,15 @@ class R2SPParams(PSParams):
 
     @classmethod
     def add_flags(cls, group: argparse._ArgumentGroup) -> None:
-        """The R²SP flags: ``--gap-factor``, ``--ema-weight``, ``--t-measure``, ``--t-seed``,
-        ``--r2sp-push-order``, ``--tuning*``."""
+        """The R²SP flags: ``--worker-gap-factor`` (``--gap-factor`` is its deprecated alias),
+        ``--ema-weight``, ``--t-measure``, ``--t-seed``, ``--r2sp-push-order``, ``--tuning*``."""
         d, a = cls(), group.add_argument
-        a("--gap-factor", type=float, default=d.gap_factor, help=f"R²SP r [{d.gap_factor}]")
+        a("--worker-gap-factor", type=float, default=d.worker_gap_factor,
+          help=f"R²SP r: permissions >= r·T/N apart [{d.worker_gap_factor}]")  # fmt: skip
+        # The federated side's --gap-factor defaults to 1.0; this one to 0.8. The old name
+        # stays accepted so existing scripts keep working, with a warning naming the new one.
+        a("--gap-factor", type=float, dest="worker_gap_factor", action=DeprecatedAlias,
+          help=argparse.SUPPRESS)  # fmt: skip
         a(
             "--ema-weight",
             type=float,
@@ -346,7 +362,7 @@ class R2SPParams(PSParams):
         """The record from the R²SP flags."""
         return cls(
             scheme=scheme,
-            gap_factor=ns.gap_factor,
+            worker_gap_factor=ns.worker_gap_factor,
             ema_weight=ns.ema_weight,
             tuning=ns.tuning,
             tuning_warmup=ns.tuning_warmup,

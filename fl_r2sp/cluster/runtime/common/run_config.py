@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 
-class RunConfig(Protocol):
+class ClusterRunConfig(Protocol):
     """A run configuration of any family (:class:`~fl_r2sp.cluster.config.ClusterConfig`,
     ``ReduceRunConfig``, ``DSSyncRunConfig``)."""
 
@@ -21,7 +21,7 @@ class RunConfig(Protocol):
 
     @property
     def scheme_name(self) -> str:
-        """The scheme it runs: its key in :data:`fl_r2sp.cluster.schemes.SCHEMES`."""
+        """The scheme it runs: its key in :data:`fl_r2sp.cluster.schemes.CLUSTER_SCHEMES`."""
         ...
 
     def validate(self, check_model: bool = True) -> Any:

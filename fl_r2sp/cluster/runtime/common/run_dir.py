@@ -24,6 +24,7 @@ from torch.distributed.distributed_c10d import Store
 
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import set_json, wait_get
+from fl_r2sp.cluster.userjob.catalog import short_name
 
 #: Environment variable naming the run folder the launcher already created (unset under
 #: torchrun: rank 0 then creates one under the config's ``run_dir``).
@@ -45,11 +46,15 @@ def make_run_dir(parent: str, name: str) -> Path:
 
 
 def run_name(scheme: str, sizes: str, cfg: Any) -> str:
-    """Default run folder name ``<scheme>-<model>-<dataset>-<sizes>-seed<seed>-<local time>``
-    (``cfg``: the shared :class:`~fl_r2sp.cluster.config.ClusterConfig`; ``sizes`` e.g.
-    ``"w4s1"`` for a PS run, ``"w4"`` for a serverless one)."""
+    """Default run folder name ``<scheme>-<model>-<dataset>-<sizes>-seed<seed>-<local time>``.
+
+    ``cfg`` is the shared :class:`~fl_r2sp.cluster.config.ClusterConfig` (an import path
+    contributes its attribute: ``pkg.job:net`` gives ``net``); ``sizes`` is e.g. ``"w4s1"``
+    for a PS run, ``"w4"`` for a serverless one.
+    """
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return f"{scheme}-{cfg.model}-{cfg.dataset}-{sizes}-seed{cfg.seed}-{stamp}"
+    model, dataset = short_name(cfg.model), short_name(cfg.dataset)  # a path's factory name
+    return f"{scheme}-{model}-{dataset}-{sizes}-seed{cfg.seed}-{stamp}"
 
 
 def open_run(

@@ -23,10 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
-from fl_r2sp.cluster.config import num_classes_of
-from fl_r2sp.cluster.models import build_model
 from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common.context import new_store, set_json, wait_get
 from fl_r2sp.cluster.runtime.common.job import leave, timeout_reason
@@ -45,6 +42,7 @@ from fl_r2sp.cluster.runtime.dssync.worker import (
 )
 from fl_r2sp.cluster.runtime.peer.rank import initial_flat, open_run, run_peer_rank
 from fl_r2sp.cluster.telemetry import ClusterRunWriter, iterations_per_worker, plots_or_warn
+from fl_r2sp.cluster.userjob.job import TrainingJob, buffers_of
 
 
 def run_dssync_rank(
@@ -217,8 +215,10 @@ class Lead:
             ema, avg = final
             summary.update(self._evaluate(ema, "ema"))
             summary.update(self._evaluate(avg, "avg"))
+            state = worker.job.state_dict(ema, buffers_of(worker.model))
             torch.save({"flat": ema, "model_avg": avg, "model": worker.flat.clone(),
-                        "model_name": base.model}, self.run_dir / "final_params.pt")  # fmt: skip
+                        "model_name": base.model, "state_dict": state},
+                       self.run_dir / "final_params.pt")  # fmt: skip
         writer.close(summary)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         if base.plots:
@@ -227,18 +227,10 @@ class Lead:
 
     def _evaluate(self, flat: torch.Tensor, name: str) -> dict[str, Any]:
         base = self.cfg.base
-        if base.eval_samples <= 0 or base.scripted_compute:
+        job = TrainingJob(base)
+        if not job.evaluates or base.scripted_compute:
             return {}
-        from fl_r2sp.cluster.data import make_dataset
-        from fl_r2sp.cluster.runtime.ps.worker import evaluate
-
-        model = build_model(base.model, num_classes_of(base.dataset), base.seed)
-        nn.utils.vector_to_parameters(flat, [p for p in model.parameters() if p.requires_grad])
-        test = make_dataset(base.model, base.dataset, base.data_dir or None, base.seed,
-                            include_test=True, max_train=base.max_train).test  # fmt: skip
-        if test is None:
-            return {}
-        out = evaluate(model, test.x, test.y, base.eval_samples, torch.device("cpu"), base.seed)
+        out = job.evaluate(job.with_params(flat), torch.device("cpu"))
         return {f"{name}_{k}": v for k, v in out.items()}
 
 

@@ -61,9 +61,27 @@ def epoch_iterations(cfg: ClusterConfig) -> int:
     """Iterations per epoch of Algorithm 1: the knob, or one pass of N workers' batches."""
     if osp_params(cfg).epoch_iterations:
         return osp_params(cfg).epoch_iterations
-    size = TRAIN_SIZES[cfg.dataset]
+    size = TRAIN_SIZES.get(cfg.dataset) or train_size(cfg)
     size = min(size, cfg.max_train) if cfg.max_train else size
     return max(1, size // (cfg.workers * cfg.batch_size))
+
+
+def train_size(cfg: ClusterConfig) -> int:
+    """The number of examples of a user's map-style dataset (worker 0's).
+
+    Raises
+    ------
+    ValueError
+        For an iterable dataset, whose length is unknown: give ``--osp-epoch-iterations``.
+    """
+    from fl_r2sp.cluster.userjob.batches import is_map_style
+    from fl_r2sp.cluster.userjob.job import TrainingJob
+
+    data = TrainingJob(cfg).train_data(0)
+    if not is_map_style(data):
+        raise ValueError(f"dataset {cfg.dataset!r} is iterable, so OSP cannot tell its epoch: "
+                         "give --osp-epoch-iterations")  # fmt: skip
+    return len(data)
 
 
 def worker_rank_of(cfg: ClusterConfig) -> Any:

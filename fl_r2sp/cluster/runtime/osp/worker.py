@@ -37,7 +37,8 @@ from fl_r2sp.cluster.runtime.common.context import RankContext, set_json, wait_g
 from fl_r2sp.cluster.runtime.osp import wire as W
 from fl_r2sp.cluster.runtime.osp.layout import LayerLayout, Range, add_ranges, gather
 from fl_r2sp.cluster.runtime.osp.links import OSPLinks
-from fl_r2sp.cluster.runtime.ps.worker import Worker, evaluate
+from fl_r2sp.cluster.runtime.ps.worker import Worker
+from fl_r2sp.cluster.userjob.job import encode_buffers
 
 
 class _Aborted(RuntimeError):
@@ -106,12 +107,10 @@ class OSPWorker(Worker):
 
     def _reseed(self) -> None:
         """Rebuild the batch stream and kill hook for an explicitly given worker index."""
-        from fl_r2sp.cluster.data import BatchStream
         from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, worker_seed
 
-        if self.data is not None:
-            gen = torch.Generator().manual_seed(worker_seed(self.cfg.seed, self.w))
-            self.stream = BatchStream(self.data.train, self.cfg.batch_size, gen)
+        if self.stream is not None:
+            self.stream = self.job.stream(self.w, worker_seed(self.cfg.seed, self.w))
         kill = os.environ.get(KILL_ENV, "")
         self.kill_at = int(kill.split(":")[1]) if kill and int(kill.split(":")[0]) == self.w else -1
 
@@ -226,12 +225,8 @@ class OSPWorker(Worker):
     def _evaluate(self, k: int) -> None:
         """Test accuracy of the worker's own model (equal to the PS's once ICS is drained)."""
         result: dict[str, Any] = {"worker": self.w}
-        test = getattr(self.data, "test", None)
-        if test is not None:
+        if self.job.evaluates:
             nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
-            result.update(
-                evaluate(
-                    self.model, test.x, test.y, self.cfg.eval_samples, self.device, self.cfg.seed
-                )
-            )
+            result.update(self.job.evaluate(self.model, self.device))
+            result["buffers"] = encode_buffers(self.model)  # for the saved state_dict
         set_json(self.store, P.EVAL_KEY, result)

@@ -23,10 +23,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
-from fl_r2sp.cluster.models import build_model
+from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common import run_dir as R
 from fl_r2sp.cluster.runtime.common.job import WATCHDOG_GRACE_S, env_int, local_rank_of, watchdog
+from fl_r2sp.cluster.userjob.job import TrainingJob
 
 
 class PeerRunConfig(Protocol):
@@ -108,7 +108,7 @@ def run_peer_rank(
 
 def initial_flat(base: ClusterConfig) -> torch.Tensor:
     """The seeded model's trainable parameters, flattened (the same on every rank)."""
-    model = build_model(base.model, num_classes_of(base.dataset), base.seed)
+    model = TrainingJob(base).build_model()
     return nn.utils.parameters_to_vector(
         [p for p in model.parameters() if p.requires_grad]).detach().clone()  # fmt: skip
 

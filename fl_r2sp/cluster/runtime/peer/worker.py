@@ -17,12 +17,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
-from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common.losses import ExitBoard
 from fl_r2sp.cluster.runtime.peer.subgroups import SubgroupCache
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, pick_device, worker_seed
+from fl_r2sp.cluster.userjob.job import TrainingJob
 
 
 def kill_iteration(worker: int) -> int:
@@ -54,7 +54,8 @@ class PeerWorker:
     ) -> None:
         self.base, self.w, self.store = base, rank, store
         self.device = pick_device(base.devices, rank, local_rank)
-        self.model = build_model(base.model, num_classes_of(base.dataset), base.seed)
+        self.job = TrainingJob(base)
+        self.model = self.job.build_model()
         self.model.to(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.flat = flat.detach().clone().contiguous()
@@ -64,12 +65,7 @@ class PeerWorker:
         self.board = ExitBoard(store, lambda r: names.rank_name(r, base.workers, base.workers))
         self.stream: Any = None
         if not base.scripted_compute:  # scripted runs only sleep: no data to load
-            from fl_r2sp.cluster.data import BatchStream, make_dataset
-
-            data = make_dataset(base.model, base.dataset, base.data_dir or None, base.seed,
-                                include_test=False, max_train=base.max_train)  # fmt: skip
-            gen = torch.Generator().manual_seed(worker_seed(base.seed, rank))
-            self.stream = BatchStream(data.train, base.batch_size, gen)
+            self.stream = self.job.stream(rank, worker_seed(base.seed, rank))
         self.kill_at = kill_iteration(rank)
 
     def sgd_step(self) -> float:
@@ -78,7 +74,7 @@ class PeerWorker:
         x, y = self.stream.take(self.base.batch_size)
         self.model.train()
         self.model.zero_grad(set_to_none=False)
-        loss = batch_loss(self.model, x.to(self.device), y.to(self.device))
+        loss = self.job.loss(self.model, x.to(self.device), y.to(self.device))
         loss.backward()  # type: ignore[no-untyped-call]  # torch leaves backward untyped
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         self.flat.add_(torch.cat([g.reshape(-1) for g in grads]).cpu(), alpha=-self.base.lr)

@@ -1,7 +1,7 @@
 """Command-line flags shared by the parameter-server schemes (``--servers``, ``--momentum``, ...).
 
 A PS scheme's own knobs are its record's flags (:meth:`PSParams.add_flags`, e.g. R²SP's
-``--gap-factor``); the scheme table (:mod:`fl_r2sp.cluster.schemes`) lists both in the same
+``--worker-gap-factor``); the scheme table (:mod:`fl_r2sp.cluster.schemes`) lists both in the same
 help group. The run config of a PS scheme is the shared :class:`ClusterConfig` itself, so
 :func:`build` returns the base config the CLI built.
 """

@@ -33,6 +33,7 @@ from fl_r2sp.cluster.runtime.ps.arrival_relay import ArrivalReceiver, ArrivalSen
 from fl_r2sp.cluster.runtime.ps.coordinator import Coordinator, CoordinatorResult
 from fl_r2sp.cluster.runtime.ps.server import ParameterServer
 from fl_r2sp.cluster.telemetry import ClusterRunWriter, plots_or_warn
+from fl_r2sp.cluster.userjob.job import TrainingJob, decode_buffers
 
 
 def run_leader(
@@ -69,6 +70,7 @@ def run_leader(
     errors = [result.error] if result.error else []
     flat, reports, lost_servers = _gather(ctx, ps, errors)
     evaluation = _evaluation(ctx, result, errors)
+    buffers = decode_buffers(evaluation.pop("buffers", None))  # the evaluator's BatchNorm stats
     relay.finish(reports)
     summary = _summary(ctx, result, writer.workers, reports, evaluation, errors)
     summary["lost_servers"] = lost_servers
@@ -80,7 +82,8 @@ def run_leader(
     summary.update(getattr(ps, "summary_extra", dict)())
     writer.close(summary)
     if flat is not None:
-        torch.save({"flat": flat, "bounds": ctx.bounds, "model": cfg.model},
+        torch.save({"flat": flat, "bounds": ctx.bounds, "model": cfg.model,
+                    "state_dict": TrainingJob(cfg).state_dict(flat, buffers)},
                    run_dir / "final_params.pt")  # fmt: skip
     (run_dir / "summary.json").write_text(json.dumps(strict_json(summary), indent=2) + "\n")
     if cfg.plots:
@@ -149,6 +152,7 @@ def _summary(ctx: RankContext, result: CoordinatorResult, rows: list[dict[str, A
         "final_loss": result.final_loss,
         "test_accuracy": evaluation.get("test_accuracy"),
         "test_loss": evaluation.get("test_loss"),
+        "evaluation": {k: v for k, v in evaluation.items() if k != "worker"},
         "updates_applied": applied,
         # Per shard, the (worker, iteration) pushes an admission verdict dropped (SAFA).
         "discarded_updates": [sorted(map(list, r.get("discarded", []))) for r in

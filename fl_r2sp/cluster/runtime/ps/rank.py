@@ -20,8 +20,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.distributed_c10d import Store
 
-from fl_r2sp.cluster.config import ClusterConfig, num_classes_of
-from fl_r2sp.cluster.models import build_model
+from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.common.base import CoordinatorPolicy
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import RankContext, new_store, set_json
@@ -35,6 +34,7 @@ from fl_r2sp.cluster.runtime.common.job import (
 from fl_r2sp.cluster.runtime.common.run_dir import open_run, run_name
 from fl_r2sp.cluster.runtime.ps.leader import run_leader, run_other_server
 from fl_r2sp.cluster.runtime.ps.worker import Worker
+from fl_r2sp.cluster.userjob.job import TrainingJob
 
 #: A family's part of a PS run: ``play(ctx, policy, flat, model) -> summary (rank 0) or None``.
 Play = Callable[[RankContext, CoordinatorPolicy, torch.Tensor, nn.Module], "dict[str, Any] | None"]
@@ -92,7 +92,7 @@ def _join_and_play(
     cfg: ClusterConfig, rank: int, world_size: int, local_rank: int, play: Play
 ) -> dict[str, Any] | None:
     """Build the shared state (initial parameters, shards, epoch) and run this rank's role."""
-    model = build_model(cfg.model, num_classes_of(cfg.dataset), cfg.seed)
+    model = TrainingJob(cfg).build_model()
     flat = nn.utils.parameters_to_vector(
         [p for p in model.parameters() if p.requires_grad]).detach().clone()  # fmt: skip
     bounds = P.shard_bounds(flat.numel(), cfg.servers)

@@ -35,11 +35,8 @@ import time
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from fl_r2sp.cluster.config import num_classes_of
-from fl_r2sp.cluster.models import batch_loss, build_model
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.context import (
     RankContext,
@@ -50,12 +47,12 @@ from fl_r2sp.cluster.runtime.common.context import (
 )
 from fl_r2sp.cluster.runtime.ps import compute_model
 from fl_r2sp.cluster.runtime.ps.links import ShardUnreachable, WorkerLinks
+from fl_r2sp.cluster.userjob.job import TrainingJob, encode_buffers
 
 KILL_ENV = "FL_R2SP_CLUSTER_KILL"
 #: The kill hook's point "calibration" (``"<worker>:calibration"``), as an iteration number
 #: no real iteration has.
 CALIBRATION_KILL = -2
-EVAL_BATCH = 500
 
 
 def kill_point(hook: str, worker: int) -> int:
@@ -98,28 +95,17 @@ class Worker:
         self.ctx, self.cfg, self.barrier = ctx, cfg, barrier
         self.w = ctx.rank - cfg.servers
         self.device = pick_device(cfg.devices, self.w, ctx.local_rank)
-        self.model = build_model(cfg.model, num_classes_of(cfg.dataset), cfg.seed).to(self.device)
+        self.job = TrainingJob(cfg)
+        self.model = self.job.build_model().to(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.flat = torch.zeros(ctx.num_params)
         self.grad = torch.zeros(ctx.num_params)
         self.links = WorkerLinks(self.w, ctx.bounds, ctx.throttled, cfg.chunk_kb)
         self.store = new_store()
-        self.data: Any = None
         self.cost: float | None = None  # per-sample cost of the emulated device, if emulated
         self.stream: Any = None
         if not cfg.scripted_compute:
-            from fl_r2sp.cluster.data import BatchStream, make_dataset
-
-            self.data = make_dataset(
-                cfg.model,
-                cfg.dataset,
-                cfg.data_dir or None,
-                cfg.seed,
-                include_test=cfg.eval_samples > 0,
-                max_train=cfg.max_train,
-            )
-            gen = torch.Generator().manual_seed(worker_seed(cfg.seed, self.w))
-            self.stream = BatchStream(self.data.train, cfg.batch_size, gen)
+            self.stream = self.job.stream(self.w, worker_seed(cfg.seed, self.w))
         kill = os.environ.get(KILL_ENV, "")
         self.kill_at = kill_point(kill, self.w)
 
@@ -139,7 +125,7 @@ class Worker:
         # Warm-up pull: gloo connects a pair of ranks on its first message (~0.4 s here), which
         # would otherwise inflate the first iteration's time and R²SP's estimate of T.
         self._transfer(lambda: self.links.pull(self.flat, 0, 0), "warm-up pull")
-        if self.cfg.compute_model == "emulated" and self.data is not None:
+        if self.cfg.compute_model == "emulated" and self.stream is not None:
             self.cost = self._base_cost()
         set_json(self.store, P.ready_key(self.w), {"t": self.ctx.now()})
         t_req = time.perf_counter()
@@ -178,7 +164,7 @@ class Worker:
             if self.kill_at == CALIBRATION_KILL:
                 os._exit(17)  # test hook: die abruptly during the calibration
             b = self.cfg.batch_size  # a first batch, not taken from the stream: same data order
-            x, y = self.data.train.x[:b], self.data.train.y[:b]
+            x, y = self.stream.first(b)
             own = compute_model.calibrate(lambda: self._pass(x, y), int(x.shape[0]))
             set_json(self.store, P.calibration_key("cost", self.w), {"cost": own})
             got = gather_live(self.store, lambda v: P.calibration_key("cost", v), workers, timeout)
@@ -247,7 +233,7 @@ class Worker:
         """Forward + backward on ``(x, y)`` into ``self.grad``; returns the batch loss."""
         self.model.train()
         self.model.zero_grad(set_to_none=False)
-        loss = batch_loss(self.model, x.to(self.device), y.to(self.device))
+        loss = self.job.loss(self.model, x.to(self.device), y.to(self.device))
         loss.backward()  # type: ignore[no-untyped-call]  # torch leaves backward untyped
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         self.grad.copy_(torch.cat([g.reshape(-1) for g in grads]).cpu())
@@ -256,13 +242,12 @@ class Worker:
     def _evaluate(self, k: int) -> None:
         """Pull the final parameters and report test accuracy and loss under the eval key."""
         result: dict[str, Any] = {"worker": self.w}
-        test = getattr(self.data, "test", None)
-        if test is not None and self._transfer(
+        if self.job.evaluates and self._transfer(
             lambda: self.links.pull(self.flat, k if self.barrier else 0, k), "final pull"
         ):
             nn.utils.vector_to_parameters(self.flat.to(self.device), self.params)
-            result.update(evaluate(self.model, test.x, test.y, self.cfg.eval_samples,
-                                   self.device, self.cfg.seed))  # fmt: skip
+            result.update(self.job.evaluate(self.model, self.device))
+            result["buffers"] = encode_buffers(self.model)  # for the saved state_dict
         set_json(self.store, P.EVAL_KEY, result)
 
     def _transfer(self, fn: Any, what: str) -> Any:
@@ -279,31 +264,3 @@ class Worker:
 
 class _ServerFailure(RuntimeError):
     pass
-
-
-@torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, limit: int,
-             device: torch.device, seed: int = 0) -> dict[str, float]:  # fmt: skip
-    """Accuracy (per class label, or per token) and mean loss on ``limit`` test examples.
-
-    The examples are a seeded random subset (all of them if ``limit`` covers the split): the
-    packed CIFAR-10 archives are sorted by class, so the first ``limit`` would be biased.
-    BatchNorm layers use the evaluating worker's own running statistics (they are buffers,
-    not parameters, and stay on the workers).
-    """
-    model.eval()
-    total_n = int(y.shape[0])
-    n = min(limit, total_n)
-    order = torch.randperm(total_n, generator=torch.Generator().manual_seed(seed))[:n]
-    correct, total, loss_sum = 0, 0, 0.0
-    for a in range(0, n, EVAL_BATCH):
-        idx = order[a : a + EVAL_BATCH]
-        xb, yb = x[idx].to(device), y[idx].to(device)
-        logits = model(xb)
-        flat = logits.reshape(-1, logits.shape[-1])
-        loss_sum += float(F.cross_entropy(flat, yb.reshape(-1), reduction="sum"))
-        correct += int((logits.argmax(-1) == yb).sum())
-        total += int(yb.numel())
-    model.train()
-    return {"test_accuracy": correct / max(total, 1), "test_loss": loss_sum / max(total, 1),
-            "test_examples": n}  # fmt: skip

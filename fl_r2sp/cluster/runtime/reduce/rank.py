@@ -30,6 +30,7 @@ from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.runtime.reduce.controller import ReduceCoordinator
 from fl_r2sp.cluster.runtime.reduce.worker import ReduceWorker
 from fl_r2sp.cluster.telemetry import ClusterRunWriter, iterations_per_worker, plots_or_warn
+from fl_r2sp.cluster.userjob.job import buffers_of
 
 
 def run_reduce_rank(
@@ -110,7 +111,14 @@ def _lead(cfg: ReduceRunConfig, worker: ReduceWorker, epoch: float, run_dir: Pat
         **{k: v for k, v in stats.items() if k not in ("started_at", "ended_at", "error")},
         "run_dir": str(run_dir),
     }  # fmt: skip
-    torch.save({"flat": worker.flat.clone(), "model": base.model}, run_dir / "final_params.pt")
+    torch.save(
+        {
+            "flat": worker.flat.clone(),
+            "model": base.model,
+            "state_dict": worker.job.state_dict(worker.flat, buffers_of(worker.model)),
+        },
+        run_dir / "final_params.pt",
+    )
     (run_dir / "summary.json").write_text(json.dumps(strict_json(summary), indent=2) + "\n")
     writer.close(summary)  # writes COMPLETE last: a folder without it is incomplete
     if base.plots:

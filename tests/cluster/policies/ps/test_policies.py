@@ -39,9 +39,9 @@ def perms(ps):  # (worker, iteration, at, batch) tuples
     [
         (SSPParams(scheme="nope"), "not scheme 'nope'"),
         (OSPParams(scheme="r2sp"), "not scheme 'r2sp'"),
-        (R2SPParams(gap_factor=-0.1), "gap_factor"),
-        (R2SPParams(gap_factor=1.5), "gap_factor"),
-        (R2SPParams(gap_factor=math.nan), "gap_factor"),
+        (R2SPParams(worker_gap_factor=-0.1), "worker_gap_factor"),
+        (R2SPParams(worker_gap_factor=1.5), "worker_gap_factor"),
+        (R2SPParams(worker_gap_factor=math.nan), "worker_gap_factor"),
         (R2SPParams(ema_weight=0.0), "ema_weight"),
         (SSPParams(bound=-1), "ssp_bound"),
         (R2SPParams(tuning="magic"), "tuning"),
@@ -59,7 +59,7 @@ def test_records_reject_bad_knobs(record: PSParams, words: str) -> None:
 
 def test_record_defaults_and_batch_check() -> None:
     r = R2SPParams().validate()
-    assert (r.scheme, r.gap_factor, r.ema_weight, r.tuning, r.t_measure) == (
+    assert (r.scheme, r.worker_gap_factor, r.ema_weight, r.tuning, r.t_measure) == (
         "r2sp",
         0.8,
         0.1,
@@ -120,7 +120,7 @@ def test_ssp_off_by_one_and_release():
 
 # -- R²SP ---------------------------------------------------------------------------------
 def test_r2sp_round_robin_and_gap_hand_computed():
-    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.8, ema_weight=0.1, t_seed="start"))
+    p = R2SPPolicy(3, 8, R2SPParams(worker_gap_factor=0.8, ema_weight=0.1, t_seed="start"))
     p.start(0.0)
     # worker 2 asks first but it is worker 0's turn
     assert p.on_push(rep(2, 0, 0.9, compute=0.4, comm=0.5)) == []
@@ -142,7 +142,7 @@ def test_r2sp_round_robin_and_gap_hand_computed():
 
 
 def test_r2sp_ema_weight_and_slowest_worker():
-    p = R2SPPolicy(2, 8, R2SPParams(gap_factor=1.0, ema_weight=0.1, t_seed="start"))
+    p = R2SPPolicy(2, 8, R2SPParams(worker_gap_factor=1.0, ema_weight=0.1, t_seed="start"))
     p.start(0.0)
     p.on_push(rep(0, 0, 1.0, compute=0.6, comm=0.4))  # active 1.0 seeds the EMA
     assert p.ema_active[0].value == 1.0
@@ -156,7 +156,7 @@ def test_r2sp_ema_weight_and_slowest_worker():
 
 
 def test_r2sp_lost_worker_is_skipped():
-    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.5, t_seed="start"))
+    p = R2SPPolicy(3, 8, R2SPParams(worker_gap_factor=0.5, t_seed="start"))
     p.start(0.0)
     assert perms(p.on_push(rep(0, 0, 1.0))) == [(0, 1, 1.0, 8)]
     assert p.on_push(rep(2, 0, 1.0)) == []  # turn of worker 1
@@ -176,7 +176,7 @@ def test_r2sp_probe_seeds_t_from_one_uncontended_iteration():
     0's iteration 1 at 0.96. Fails if ``start`` grants everyone (t_seed ignored) or if the held
     workers are granted before the probe reports.
     """
-    p = R2SPPolicy(3, 8, R2SPParams(gap_factor=0.9, ema_weight=0.1))
+    p = R2SPPolicy(3, 8, R2SPParams(worker_gap_factor=0.9, ema_weight=0.1))
     assert perms(p.start(0.0)) == [(0, 0, 0.0, 8)]
     assert p.next_deadline() is None  # nothing is due before the probe reports
     assert p.on_timer(5.0) == []
@@ -205,7 +205,7 @@ def test_r2sp_t_averages_active_time_without_blocking():
     Kills the mutation ``ema_active[w].update(report.active_s + report.blocking_s)``: every
     other test reports blocking 0.
     """
-    p = R2SPPolicy(2, 8, R2SPParams(gap_factor=1.0, ema_weight=0.5, t_seed="start"))
+    p = R2SPPolicy(2, 8, R2SPParams(worker_gap_factor=1.0, ema_weight=0.5, t_seed="start"))
     p.start(0.0)
     p.on_push(rep(0, 0, 1.0, compute=0.6, comm=0.4, block=0.0))
     p.on_push(rep(0, 1, 4.0, compute=0.2, comm=0.2, block=2.5))
@@ -227,7 +227,7 @@ def test_tuning_rules_reproduce_table_iii():
 def test_tuner_piggybacks_table_iii_on_r2sp_permissions():
     speeds, blocks = (429.0, 628.0, 917.0), (0.0, 0.62, 0.82)
     p = R2SPPolicy(
-        3, 512, R2SPParams(gap_factor=0.0, tuning="idle", tuning_warmup=1, t_seed="start")
+        3, 512, R2SPParams(worker_gap_factor=0.0, tuning="idle", tuning_warmup=1, t_seed="start")
     )
     p.start(0.0)
     for w in range(3):  # iteration 0 is not used for tuning

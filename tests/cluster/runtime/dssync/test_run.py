@@ -16,7 +16,7 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
-from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.policies.dssync.regroup import DSSyncParams
 from fl_r2sp.cluster.policies.reduce import ReduceParams
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
@@ -57,7 +57,7 @@ def _rows(summary: dict[str, Any]) -> list[dict[str, str]]:
 
 def _reference_bsp(workers: int, iterations: int) -> torch.Tensor:
     """Every worker steps from the same model; the average of the steps is the next model."""
-    model = build_model("mlp", 10, 0)
+    model = build_cluster_model("mlp", 10, 0)
     params = [p for p in model.parameters() if p.requires_grad]
     train = make_dataset("mlp", "synthetic", None, 0, include_test=False).train
     streams = [BatchStream(train, 8, torch.Generator().manual_seed(worker_seed(0, w)))

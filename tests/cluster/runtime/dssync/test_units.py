@@ -11,7 +11,7 @@ from fl_r2sp.cluster.runtime.dssync.comm import successor_crosses
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig, scenario
 from fl_r2sp.cluster.runtime.dssync.links import FifoLink, SharedFifoLink, WorkerLinks
 from fl_r2sp.cluster.runtime.dssync.plan import Plan, View, decide
-from fl_r2sp.cluster.schemes import SCHEMES
+from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES
 
 RACKS = ((0, 1, 2, 3), (4, 5, 6, 7))
 PARAMS = DSSyncParams(period=100)
@@ -162,7 +162,7 @@ def test_the_cluster_command_line_starts_the_dssync_family() -> None:
                     "synthetic", "--scenario", "S3", "--link-rate", "10"])  # fmt: skip
     assert isinstance(cfg, DSSyncRunConfig) and cfg.scheme == "gossip"
     assert cfg.racks == ((0, 1), (2, 3)) and cfg.nic_mb_s == (10.0,) * 4
-    assert SCHEMES[cfg.scheme_name].family.read(cfg.to_dict()) == cfg
+    assert CLUSTER_SCHEMES[cfg.scheme_name].family.read(cfg.to_dict()) == cfg
     with pytest.raises(SystemExit) as exc:  # a parameter-server flag with a DS-Sync scheme
         parse(["--scheme", "dssync", "--servers", "2"])
     assert exc.value.code == 2

@@ -18,7 +18,7 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
-from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.policies.osp.params import OSPParams
 from fl_r2sp.cluster.policies.osp.reference import run_osp_reference
 from fl_r2sp.cluster.runtime.local import run_local
@@ -74,7 +74,7 @@ def test_all_routine_osp_equals_bsp_on_the_runtime(tmp_path: Path) -> None:
 
 def _reference(cfg: ClusterConfig, gibs: list[list[int]], lgp: bool) -> tuple[Any, dict]:
     """OSP's reference on the runtime's batches and GIBs: (final PS model, losses[(w, j)])."""
-    model = build_model(cfg.model, 10, cfg.seed)
+    model = build_cluster_model(cfg.model, 10, cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     train = make_dataset(cfg.model, cfg.dataset, None, cfg.seed, include_test=False).train
     streams = [
@@ -163,13 +163,13 @@ def test_final_model_of_an_osp_run_equals_the_workers(tmp_path: Path) -> None:
     # The evaluating worker's own copy (after draining ICS) scores the same as the PS model.
     cfg = _cfg(tmp_path, "osp", budget="fixed", fixed_mb=0.003, eval_samples=256)
     summary = _ok(cfg)
-    model = build_model("mlp", 10, cfg.seed)
+    model = build_cluster_model("mlp", 10, cfg.seed)
     nn.utils.vector_to_parameters(_final(summary), list(model.parameters()))
     test = make_dataset("mlp", "synthetic", None, cfg.seed).test
     assert test is not None
-    from fl_r2sp.cluster.runtime.ps.worker import evaluate
+    from fl_r2sp.cluster.userjob.builtin import evaluate_on_test_split
 
-    ps = evaluate(model, test.x, test.y, 256, torch.device("cpu"), cfg.seed)
+    ps = evaluate_on_test_split(model, test.x, test.y, 256, torch.device("cpu"), cfg.seed)
     assert summary["test_accuracy"] == pytest.approx(ps["test_accuracy"], abs=1e-9)
     assert summary["test_loss"] == pytest.approx(ps["test_loss"], abs=1e-5)
 

@@ -31,7 +31,7 @@ SCRIPT = ((0.3, 3.0), (0.6, 0.1), (1.2, 0.1))
 def _run(tmp: Path, order: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     cfg = ClusterConfig(
         workers=3, servers=1, model="mlp", dataset="synthetic", batch_size=4,
-        scheme=scheme_params("r2sp", gap_factor=0.0, t_seed="start", push_order=order),
+        scheme=scheme_params("r2sp", worker_gap_factor=0.0, t_seed="start", push_order=order),
         max_iterations=2, timeout_s=20.0, run_timeout_s=60.0, run_dir=str(tmp),
         eval_samples=0, progress_s=0.0, plots=False, scripted_compute=SCRIPT,
     )  # fmt: skip

@@ -19,7 +19,7 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
-from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.ps.server import KILL_SERVER_ENV
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, worker_seed
@@ -70,7 +70,7 @@ def test_bsp_equals_single_process_sgd_on_the_same_batches(tmp_path: Path, devic
     got = torch.load(Path(run.summary["run_dir"]) / "final_params.pt")["flat"]
 
     # Reference: one process, the same seeded batches per worker, gradients averaged.
-    model = build_model("mlp", 10, cfg.seed)
+    model = build_cluster_model("mlp", 10, cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     train = make_dataset("mlp", "synthetic", None, cfg.seed, include_test=False).train
     streams = [BatchStream(train, cfg.batch_size, torch.Generator().manual_seed(

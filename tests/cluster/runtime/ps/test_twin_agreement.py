@@ -135,7 +135,7 @@ def test_r2sp_permission_times_and_blocking_match_the_twin(tmp_path: Path) -> No
     with the twin and pinned by the policy's hand-computed tests.
     """
     times, iterations = (0.5, 0.8, 1.2), 5
-    params = scheme_params("r2sp", gap_factor=0.8)
+    params = scheme_params("r2sp", worker_gap_factor=0.8)
     spec = TwinSpec(
         params=params, num_workers=3, num_servers=1, model_bytes=4810 * 4, batch_size=BATCH,
         iterations=iterations, speeds=(1.0,), server_bandwidth=math.inf,

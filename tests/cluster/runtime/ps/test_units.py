@@ -30,8 +30,11 @@ def _cfg(**kw: object) -> ClusterConfig:
     [
         ({"servers": 4811}, "exceeds the 4810 parameters"),  # the mlp has 4,810 parameters
         ({"scheme": SSPParams(scheme="hogwild")}, "not scheme 'hogwild'"),
-        ({"scheme": scheme_params("r2sp", gap_factor=1.5)}, r"gap_factor r must lie in \[0, 1\]"),
-        ({"scheme": scheme_params("r2sp", gap_factor=-0.1)}, "gap_factor"),
+        (
+            {"scheme": scheme_params("r2sp", worker_gap_factor=1.5)},
+            r"worker_gap_factor r must lie in \[0, 1\]",
+        ),
+        ({"scheme": scheme_params("r2sp", worker_gap_factor=-0.1)}, "worker_gap_factor"),
         ({"batch_size": 0}, "batch_size must be an integer >= 1"),
         ({"workers": 0}, "workers must be an integer >= 1"),
         ({"servers": 0}, "servers must be an integer >= 1"),

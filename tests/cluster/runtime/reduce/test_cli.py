@@ -18,7 +18,7 @@ from fl_r2sp.cluster.__main__ import main
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.runtime.cli import parse
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
-from fl_r2sp.cluster.schemes import REDUCE_FAMILY, SCHEMES, families, names_of
+from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES, REDUCE_FAMILY, families, names_of
 
 TINY = ["--model", "mlp", "--dataset", "synthetic", "--batch-size", "8", "--timeout", "20",
         "--run-timeout", "60"]  # fmt: skip
@@ -46,8 +46,8 @@ def test_selective_flags_reach_the_reduce_run_config() -> None:
 def test_ps_schemes_still_give_a_cluster_config_and_every_scheme_has_one_family() -> None:
     cfg, _ = parse(["--scheme", "bsp", "--servers", "2", "--workers", "3", *TINY])
     assert isinstance(cfg, ClusterConfig) and (cfg.scheme.scheme, cfg.servers) == ("bsp", 2)
-    assert sorted(s for f in families() for s in names_of(f)) == sorted(SCHEMES)
-    assert SCHEMES["selective"].family is REDUCE_FAMILY
+    assert sorted(s for f in families() for s in names_of(f)) == sorted(CLUSTER_SCHEMES)
+    assert CLUSTER_SCHEMES["selective"].family is REDUCE_FAMILY
     assert names_of(REDUCE_FAMILY) == ["allreduce", "partial", "selective"]
 
 

@@ -20,7 +20,7 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
-from fl_r2sp.cluster.models import batch_loss, build_model
+from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.policies.reduce import ReduceParams
 from fl_r2sp.cluster.runtime.local import free_port, run_local
 from fl_r2sp.cluster.runtime.peer.subgroups import (
@@ -154,7 +154,7 @@ def test_allreduce_bsp_equals_averaging_the_workers_sgd_steps(tmp_path: Path) ->
     assert s is not None and s["status"] == "ok" and run.exitcodes == [0, 0, 0], run
     assert s["total_syncs"] == 4 and s["scale"] == 3.0 and s["failed_syncs"] == 0
     got = torch.load(Path(s["run_dir"]) / "final_params.pt")["flat"]
-    model = build_model("mlp", 10, 0)
+    model = build_cluster_model("mlp", 10, 0)
     params = [p for p in model.parameters() if p.requires_grad]
     train = make_dataset("mlp", "synthetic", None, 0, include_test=False).train
     streams = [BatchStream(train, 8, torch.Generator().manual_seed(worker_seed(0, w)))

@@ -93,7 +93,7 @@ def test_ssp_never_exceeds_bound_with_a_3x_slower_worker():
 def test_r2sp_round_robin_and_exact_gap(speeds):
     res = simulate(
         spec(
-            scheme_params("r2sp", gap_factor=0.8),
+            scheme_params("r2sp", worker_gap_factor=0.8),
             4,
             speeds=speeds,
             jitter_cv=0.1,
@@ -180,8 +180,8 @@ def test_spec_validation():
         simulate(spec("asp", 2, speeds=(1.0, 2.0, 3.0)))
     with pytest.raises(ValueError, match="server_bandwidth"):
         simulate(spec("asp", 2, server_bandwidth=0.0))
-    with pytest.raises(ValueError, match="gap_factor"):
-        simulate(spec(scheme_params("r2sp", gap_factor=2.0)))
+    with pytest.raises(ValueError, match="worker_gap_factor"):
+        simulate(spec(scheme_params("r2sp", worker_gap_factor=2.0)))
     assert math.isnan(simulate(spec("asp", 1, iterations=1)).zero_gap_fraction())
 
 
@@ -214,7 +214,7 @@ OVERTAKEN = {0: [1.0, 10.0], 1: [2.0, 0.5], 2: [3.0, 0.5]}
 
 
 def _ordered_twin(order: str, **kw):
-    params = scheme_params("r2sp", gap_factor=0.0, t_seed="start", push_order=order)
+    params = scheme_params("r2sp", worker_gap_factor=0.0, t_seed="start", push_order=order)
     return simulate(spec(params, 3, model_bytes=0.0, iterations=2, compute_times=OVERTAKEN, **kw))
 
 
