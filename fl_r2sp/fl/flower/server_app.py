@@ -55,6 +55,7 @@ def main(grid: Grid, context: Context) -> None:
         run_fedavg(grid, cfg, arrays)
         return
     strategy = strategy_for(cfg)
+    strategy.own_model = True  # built here from model/dataset: scored on the test split
     try:
         strategy.start(
             grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates, timeout=cfg.job_timeout
