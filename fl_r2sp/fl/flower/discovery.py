@@ -19,7 +19,12 @@ asks nodes it has not seen yet for their partition id, and settles answers:
   restarted within the SuperLink's expiry looks exactly like that);
 * with a node manifest (secure deployments, :mod:`.node_manifest`) a node may
   claim only the partition bound to its registered key: any other claim is
-  refused for good, whoever answered first.
+  refused for good, whoever answered first;
+* a node without a query handler (a stock ClientApp: Flower answers "No query
+  function registered") is numbered by :meth:`PartitionMap.number_stock`'s rule
+  (ascending node id onto the free partition ids) once the start wait ends, and
+  at once during the run (it takes over a lost partition). Any other error
+  answer at start fails the start at once, naming the node and the error.
 
 A node that does not answer its query within :data:`REQUERY_AFTER` s is asked again with a
 new message and reported *silent* (a warning :data:`SILENT` matches, naming the node and

@@ -109,11 +109,14 @@ def run(
     # Loading here fails early (before any training) on missing data files.
     project_data = own_model and not cfg.timing_only
     outliers = frozenset(data_for(cfg).partition.outlier_ids) if project_data else frozenset()
+    # The project's model: its runtime (and the attack spec) is checked before any training.
+    runtime = runtime_for(cfg) if own_model else None
     if transport is None:
         from fl_r2sp.fl.server.executor import make_transport
 
         # Jobs run in this machine; cfg.executor picks how (serial, processes, batched).
-        transport = make_transport(cfg, runtime_for(cfg))
+        assert runtime is not None
+        transport = make_transport(cfg, runtime)
     clients = transport.clients()
     _check_clients(cfg, clients)
     weights = initial_weights(cfg) if initial is None else _as_flat_model(initial)

@@ -13,6 +13,7 @@ import csv
 import itertools
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -289,3 +290,42 @@ def test_config_json_of_a_stock_run_names_no_project_data(tmp_path: Path) -> Non
     (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     summary = json.loads((folder / "summary.json").read_text())["summary"]
     assert summary["status"] == "completed" and summary["num_outliers"] == 0
+
+
+# -- the timed() helper ------------------------------------------------------------------
+def _timed_app() -> object:
+    from flwr.clientapp import ClientApp
+
+    from fl_r2sp.fl.flower.timed import timed
+
+    app = ClientApp()
+
+    @timed(app)
+    def train(msg: object, context: object) -> object:
+        metrics = MetricRecord({"num-examples": 3})
+        return SimpleNamespace(content={"metrics": metrics}, has_error=lambda: False)
+
+    return app
+
+
+def _call(app: object, kind: str, config: dict[str, object], node_config: dict[str, int]) -> object:
+    msg = SimpleNamespace(content={"config": ConfigRecord(config)})  # type: ignore[arg-type]
+    context = SimpleNamespace(node_config=node_config)
+    return app._registered_funcs[f"{kind}.default"](msg, context)  # type: ignore[attr-defined]
+
+
+def test_timed_reports_the_modelled_timing_in_virtual_time() -> None:
+    config = {"compute-s": 1.5, "delay-s": 0.25, "clock": "virtual", "job": 0}
+    reply = _call(_timed_app(), "train", config, {"partition-id": 2})
+    metrics = reply.content["metrics"]  # type: ignore[attr-defined]
+    assert (metrics["compute-s"], metrics["delay-s"], metrics["num-examples"]) == (1.5, 0.25, 3)
+
+
+def test_timed_passes_messages_of_other_strategies_through() -> None:
+    reply = _call(_timed_app(), "train", {"server-round": 1}, {"partition-id": 2})
+    assert "compute-s" not in reply.content["metrics"]  # type: ignore[attr-defined]
+
+
+def test_timed_answers_the_query_only_with_a_partition_id() -> None:
+    with pytest.raises(ValueError, match="node-config has no partition-id"):
+        _call(_timed_app(), "query", {}, {})
