@@ -160,13 +160,18 @@ class Admission:
         The flat model's dtype; a reply of another dtype is rejected (``dtype``).
     """
 
+    #: The flat model's dtype by name; float32 (every model of the project, and every
+    #: checkpoint written before float64 models) is the class default, so the state of a
+    #: float32 run is unchanged.
+    dtype_name: str = "float32"
+
     def __init__(
         self, params: AdmissionParams, model_size: int, dtype: type[np.floating] = np.float32
     ) -> None:
         self.params = params
         self.model_size = int(model_size)
-        #: The flat model's dtype (float32; float64 for a float64 user model).
-        self.dtype = np.dtype(dtype)
+        if np.dtype(dtype) != np.float32:  # kept by name: checkpoints store plain values
+            self.dtype_name = np.dtype(dtype).name
         self.ledger = Ledger()
         self._norms: deque[float] = deque(maxlen=max(1, params.window))
 
@@ -179,8 +184,9 @@ class Admission:
             return Verdict("no-weights", "reply carries no weights")
         if not isinstance(w, np.ndarray) or w.ndim != 1 or w.size != self.model_size:
             return Verdict("shape", f"wrong shape {np.shape(w)}, expected ({self.model_size},)")
-        if w.dtype != self.dtype:
-            return Verdict("dtype", f"wrong dtype {w.dtype}, expected {self.dtype} (the model's)")
+        if w.dtype.name != self.dtype_name:
+            expected = self.dtype_name
+            return Verdict("dtype", f"wrong dtype {w.dtype}, expected {expected} (the model's)")
         if not np.all(np.isfinite(w)):
             return Verdict("non-finite", "non-finite values (NaN or inf) in the update")
         return self._check_count(reply.cid, reply.num_examples)
