@@ -17,6 +17,7 @@ from flwr.serverapp import Grid, ServerApp
 from fl_r2sp.datasets import dataset_info
 from fl_r2sp.fl.clients.runtime import data_for
 from fl_r2sp.fl.flower.heartbeat_guard import retry_heartbeat_5xx
+from fl_r2sp.fl.flower.log_output import ensure_log_output
 from fl_r2sp.fl.flower.run_config_check import check_run_config
 from fl_r2sp.fl.flower.strategy import strategy_for
 from fl_r2sp.fl.server.admission import RunFailed
@@ -27,20 +28,10 @@ from fl_r2sp.models.weights import state_to_arrays, unflatten
 app = ServerApp()
 
 
-def _configure_logging() -> None:
-    logger = logging.getLogger("fl_r2sp")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-
-
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     """Validate the run config, build the initial model, run the strategy."""
-    _configure_logging()
+    ensure_log_output()
     retry_heartbeat_5xx()  # a busy SuperLink's HTTP 500 must not end the run's heartbeat
     # First act: every key, the spec keys (attack, delay ...) included, named if bad.
     cfg = check_run_config(dict(context.run_config))

@@ -57,6 +57,7 @@ from fl_r2sp.fl.flower.federated_eval import (
     record_federated_eval,
 )
 from fl_r2sp.fl.flower.grid_transport import GridTransport, check_user_config, find_partitions
+from fl_r2sp.fl.flower.log_output import ensure_log_output
 from fl_r2sp.fl.flower.node_manifest import read_manifest
 from fl_r2sp.fl.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
 from fl_r2sp.fl.flower.records import MetricValue, arrays_of, named_record, number
@@ -198,6 +199,7 @@ class EventDrivenStrategy(Strategy):
             evaluations (run-config ``federated-eval-every``) keyed likewise;
             ``train_metrics_clientapp[final update]`` = run summary figures.
         """
+        ensure_log_output()  # progress lines in a user's app too, as Flower's strategies
         check_user_config(train_config)  # refused at start, before any message goes out
         check_evaluate_config(evaluate_config)
         cfg = self.cfg.replace(max_updates=num_rounds) if num_rounds else self.cfg
