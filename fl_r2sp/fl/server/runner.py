@@ -151,7 +151,9 @@ def run(
             problem = f"the server loop raised {type(stop).__name__}: {stop}"
             out.summary.update(status="failed", failure=problem)
         if write:
-            out.run_dir = write_run_dir(cfg, out, run_name, directory, complete=interrupted is None)
+            out.run_dir = write_run_dir(
+                cfg, out, run_name, directory, interrupted is None, own_data=own_model
+            )
     except Exception:
         if stop is None:
             raise

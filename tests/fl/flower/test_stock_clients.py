@@ -219,7 +219,8 @@ def _run(name: str, tmp_path: Path, **cfg: object) -> tuple[StockGrid, object, R
     grid = StockGrid([40, 10, 30, 20])
     config = RunConfig(
         num_partitions=4, num_groups=2 if name == "fl-r2sp" else 1, max_updates=4,
-        eval_every=1, federated_eval_every=2, run_dir=str(tmp_path), plots=False, **cfg,
+        **{"eval_every": 1, "federated_eval_every": 2, "run_dir": str(tmp_path),
+           "plots": False, **cfg},
     )  # fmt: skip
     result = STRATEGIES[name](config).start(
         grid, _record(F64), num_rounds=4, timeout=60, train_config=ConfigRecord({"lr": 0.5})
@@ -329,3 +330,20 @@ def test_timed_passes_messages_of_other_strategies_through() -> None:
 def test_timed_answers_the_query_only_with_a_partition_id() -> None:
     with pytest.raises(ValueError, match="node-config has no partition-id"):
         _call(_timed_app(), "query", {}, {})
+
+
+def test_a_stock_run_loads_nothing_of_the_projects_model_or_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fl_r2sp.fl.clients.runtime as runtime
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the project's data or model was loaded for a user's model")
+
+    monkeypatch.setattr(runtime, "data_for", refuse)
+    monkeypatch.setattr(runtime, "runtime_for", refuse)
+    monkeypatch.setattr("fl_r2sp.fl.server.evaluation.CentralEvaluator", refuse)
+    _, result, _ = _run("fl-r2sp", tmp_path, plots=True)
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert (folder / "COMPLETE").is_file() and not (folder / "partition.csv").exists()
+    assert sorted(result.evaluate_metrics_clientapp) == [2, 4]  # type: ignore[attr-defined]
