@@ -85,8 +85,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from a checkout
@@ -193,13 +194,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not (args.app / "pyproject.toml").is_file():
         p.error(f"--app {args.app} has no pyproject.toml: pass the Flower app's folder")
     # Checked here, before Flower sees it: Flower's own refusal names no key.
-    args.overrides = {"clock": "wall", "num-partitions": args.num_supernodes}
+    base = {"clock": "wall", "num-partitions": args.num_supernodes}
     try:
-        args.overrides = merge_overrides(args.overrides, args.run_config)
-        check_run_config(args.overrides)
+        if args.app.resolve() == REPO.resolve():
+            args.overrides = merge_overrides(base, args.run_config)
+            check_run_config(args.overrides)
+        else:  # a user's app: its own keys; ours only where it declares them
+            args.overrides = user_app_overrides(args.app, base, args.run_config)
     except ValueError as exc:
         p.error(str(exc))
     return args
+
+
+def user_app_overrides(app: Path, base: dict[str, Any], text: str) -> dict[str, Any]:
+    """The overrides for another Flower app: ``base`` keys the app declares (in
+    ``[tool.flwr.app.config]``), then the user's; a key the app does not declare is refused
+    naming it (Flower's own refusal names none)."""
+    declared = tomllib.loads((app / "pyproject.toml").read_text())
+    keys = set(declared.get("tool", {}).get("flwr", {}).get("app", {}).get("config", {}))
+    out = merge_overrides({k: v for k, v in base.items() if k in keys}, text)
+    unknown = sorted(set(out) - keys)
+    if unknown:
+        raise ValueError(
+            f"--run-config key {unknown[0]!r} is not in {app}/pyproject.toml's "
+            f"[tool.flwr.app.config] (declared: {', '.join(sorted(keys))})"
+        )
+    return out
 
 
 def submit(args: argparse.Namespace, env: dict[str, str]) -> tuple[int, str]:

@@ -275,6 +275,13 @@ class RunConfig:
     convergence_window: int = _f(0, "Stop when accuracy stagnates this many evals (0 = off).")
     convergence_tol: float = _f(0.001, "Accuracy gain that counts as progress.")
     eval_every: int = _f(4, "Central evaluation every E global updates.")
+    federated_eval_every: int = _f(
+        0,
+        "Flower strategies: federated evaluation (evaluate messages to every node's "
+        "@app.evaluate(), with evaluate_config; metrics averaged by num-examples) every F "
+        "global updates at the central-evaluation points, and always on the final model "
+        "(0 = the final model only; -1 = never).",
+    )
     run_dir: str = _f("runs", "Directory under which each run writes its folder.")
     plots: bool = _f(True, "Write PNG plots at the end of the run.")
     job_timeout: float = _f(

@@ -114,6 +114,8 @@ def _check_runtime(v: Mapping[str, Any]) -> None:
     window = v["convergence-window"]
     check(window >= 0, "convergence-window", window, ">= 0")
     check(v["eval-every"] >= 1, "eval-every", v["eval-every"], ">= 1")
+    fed = v["federated-eval-every"]
+    check(fed >= -1, "federated-eval-every", fed, ">= -1 (-1 = never, 0 = final model only)")
     check(v["job-timeout"] > 0, "job-timeout", v["job-timeout"], "> 0")
     for key in ("node-wait", "node-grace", "resend-backoff", "grid-retry-time"):
         check(v[key] >= 0, key, v[key], ">= 0")

@@ -1,7 +1,9 @@
 """Weights exchange between torch models and the flat NumPy vectors the server uses.
 
 A model's weights travel as its state dict, in ``state_dict()`` order, as
-one flat float32 vector (``flatten``). Integer buffers (BatchNorm's
+one flat vector (``flatten``) of the model's float type: float32, or float64
+when any array is float64 (a scikit-learn or NumPy model keeps its precision:
+no float32 round trip). Integer buffers (BatchNorm's
 ``num_batches_tracked``) travel as floats too and are rounded back on
 ``unflatten``; float32 represents integers exactly up to 2**24, far beyond
 any batch count reached here (and PyTorch only reads the counter when a BN
@@ -61,14 +63,27 @@ def arrays_to_state(model: nn.Module, arrays: Sequence[np.ndarray]) -> None:
     model.load_state_dict(new_state, strict=True)
 
 
-def flatten(arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """Concatenate ``arrays`` (raveled, C order) into one float32 vector.
+def flat_dtype(arrays: Sequence[np.ndarray]) -> type[np.floating]:
+    """The flat vector's dtype for ``arrays``: float64 if any array is float64, else float32.
 
-    An empty sequence gives an empty vector.
+    Integer and bool arrays do not widen it (a BatchNorm counter keeps a float32 model
+    float32); float16 and bfloat16-as-float32 models aggregate in float32.
+    """
+    wide = any(np.asarray(a).dtype == np.float64 for a in arrays)
+    return np.float64 if wide else np.float32
+
+
+def flatten(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Concatenate ``arrays`` (raveled, C order) into one vector of :func:`flat_dtype`.
+
+    Float32 models give a float32 vector (as before), float64 models a float64 one, so
+    :func:`unflatten` restores every float64 value bit for bit. An empty sequence gives an
+    empty float32 vector.
     """
     if len(arrays) == 0:
         return np.zeros(0, dtype=np.float32)
-    return np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in arrays])
+    dtype = flat_dtype(arrays)
+    return np.concatenate([np.asarray(a, dtype=dtype).ravel() for a in arrays])
 
 
 def unflatten(vec: np.ndarray, like: Sequence[np.ndarray]) -> list[np.ndarray]:

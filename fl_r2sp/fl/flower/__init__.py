@@ -10,6 +10,9 @@
 * :mod:`.fedavg_baseline`: Flower's stock ``FedAvg`` as a baseline;
 * :mod:`.processes`: start and stop SuperLink / SuperNode processes.
 * :mod:`.records`: typed reads of Flower message records (arrays, metrics, numbers).
+* :mod:`.replies`: what a train reply must and may carry (a stock ClientApp's is enough);
+* :mod:`.federated_eval`: evaluate messages to the clients' ``@app.evaluate()``;
+* :mod:`.timed`: the one decorator a stock ClientApp adds for reproducible virtual time.
 
 Dependencies point one way: this package imports ``server``, ``clients``,
 ``strategies`` and the layers below them; nothing else in ``fl_r2sp`` imports

@@ -19,7 +19,12 @@ asks nodes it has not seen yet for their partition id, and settles answers:
   restarted within the SuperLink's expiry looks exactly like that);
 * with a node manifest (secure deployments, :mod:`.node_manifest`) a node may
   claim only the partition bound to its registered key: any other claim is
-  refused for good, whoever answered first.
+  refused for good, whoever answered first;
+* a node without a query handler (a stock ClientApp: Flower answers "No query
+  function registered") is numbered by :meth:`PartitionMap.number_stock`'s rule
+  (ascending node id onto the free partition ids) once the start wait ends, and
+  at once during the run (it takes over a lost partition). Any other error
+  answer at start fails the start at once, naming the node and the error.
 
 A node that does not answer its query within :data:`REQUERY_AFTER` s is asked again with a
 new message and reported *silent* (a warning :data:`SILENT` matches, naming the node and
@@ -54,6 +59,10 @@ from fl_r2sp.fl.flower.records import number
 from fl_r2sp.fl.flower.retry import RetryPolicy, call_with_retry
 
 log = logging.getLogger("fl_r2sp")
+
+#: The error a Flower 1.42 ClientApp without ``@app.query()`` answers a query with (a stock
+#: ClientApp, as Flower's templates write it): such a node is *unnumbered*, not failed.
+NO_QUERY_HANDLER = re.compile(r"No query function registered")
 
 #: Seconds after which a partition query without an answer is asked again.
 REQUERY_AFTER = 120.0
@@ -108,6 +117,9 @@ class PartitionMap:
         self._seen: set[int] = set()  # nodes asked (answered or not)
         self._asks: dict[int, int] = {}  # node -> queries sent since its last answer
         self._claims: dict[int, int] = {}  # refused node -> the partition it claims
+        #: Nodes without a query handler (stock ClientApps), numbered by :meth:`number_stock`.
+        self.stock: set[int] = set()
+        self._spares: set[int] = set()  # stock nodes with no free partition id (yet)
 
     def refresh(self) -> list[int]:
         """Read the online set, ask new nodes, settle answers and claims.
@@ -196,7 +208,15 @@ class PartitionMap:
 
     def _answer(self, node: int, reply: Any) -> list[int]:
         if reply.has_error():
-            log.warning("node %d failed the partition query: %s", node, reply.error.reason)
+            reason = str(reply.error.reason)
+            if NO_QUERY_HANDLER.search(reason):
+                self.stock.add(node)  # a stock ClientApp: numbered by the fallback rule
+                return [] if self.strict else self._number_one(node)
+            if self.strict:  # at start: name the cause now, not after node-wait
+                raise RuntimeError(
+                    f"node {node} answered the partition query with an error: {reason.strip()}"
+                )
+            log.warning("node %d failed the partition query: %s", node, reason)
             self._seen.discard(node)  # ask again at the next refresh
             return []
         answer = reply.content["config"]
@@ -249,8 +269,77 @@ class PartitionMap:
         self.node_of[pid] = node
         return [pid]
 
+    def unnumbered(self) -> list[int]:
+        """Online stock nodes without a partition id yet, sorted by node id."""
+        held = set(self.node_of.values())
+        return sorted(n for n in self.stock if n in self.online and n not in held)
+
+    def number_stock(self) -> list[int]:
+        """Give the unnumbered stock nodes the free partition ids (the fallback rule).
+
+        Rule: in ascending node-id order, each takes the lowest partition id in
+        ``0..num-partitions-1`` that no live node serves. Sorted ids, not the order of
+        first contact: the answers' arrival order varies with load, the set of node ids
+        does not, so a given set of nodes always gets the same numbering. Node ids are
+        random per SuperNode start, though, so across runs the numbering (hence the
+        groups ``i % M``, device speeds and delays of each node) changes: a run is
+        reproducible only with nodes that answer the query (:mod:`fl_r2sp.fl.flower.timed`
+        or the project's ClientApp).
+
+        Returns
+        -------
+        list of int
+            The partition ids given out.
+
+        Raises
+        ------
+        ValueError
+            At start (``strict``), if more stock nodes are online than free partition ids.
+        """
+        waiting = self.unnumbered()
+        free = self._free_ids()
+        if self.strict and self.expected and len(waiting) > len(free):
+            raise ValueError(
+                f"{len(self.online)} nodes are online but num-partitions={self.expected} "
+                f"({len(waiting)} without a query handler, {len(free)} partition ids free): "
+                f"make them equal (num-supernodes={self.expected} in simulation, or "
+                f'--run-config "num-partitions={len(self.online)}")'
+            )
+        attached: list[int] = []
+        for node in waiting:
+            attached += self._number_one(node)
+        return attached
+
+    def _free_ids(self) -> list[int]:
+        """Partition ids no live node serves, ascending (``expected`` 0: the next ones)."""
+        live = {p for p, n in self.node_of.items() if n in self.online}
+        top = self.expected or (max(self.node_of, default=-1) + 1 + len(self.stock))
+        return [p for p in range(top) if p not in live]
+
+    def _number_one(self, node: int) -> list[int]:
+        free = self._free_ids()
+        if not free:
+            if node not in self._spares:
+                log.warning(
+                    "node %d (no query handler) gets no partition: all num-partitions=%d "
+                    "are served; it takes over one that goes offline",
+                    node,
+                    self.expected,
+                )
+            self._spares.add(node)
+            return []
+        self._spares.discard(node)
+        log.info("node %d (no query handler) numbered partition %d", node, free[0])
+        self.node_of[free[0]] = node
+        return [free[0]]
+
     def _settle_claims(self) -> list[int]:
         attached: list[int] = []
+        for node in sorted(self._spares):
+            if node not in self.online:
+                self._spares.discard(node)
+            elif self._free_ids():
+                attached += self._number_one(node)
         for node, pid in sorted(self._claims.items()):
             if node not in self.online:
                 del self._claims[node]
@@ -294,7 +383,8 @@ def discover(
     pmap.refresh()
     state, changed = _state(pmap), start
     while clock() < deadline:
-        if not pmap.pending() and (not wait_for_all or len(pmap.node_of) >= expected):
+        known = len(pmap.node_of) + len(pmap.unnumbered())
+        if not pmap.pending() and (not wait_for_all or known >= expected):
             break
         if wait_for_all and grace > 0 and _stalled(pmap, expected, clock() - changed, grace):
             pmap.waited = f"no node came or went for node-grace={grace:g} s"
@@ -306,13 +396,14 @@ def discover(
             pmap.read_answers()
         if _state(pmap) != state:
             state, changed = _state(pmap), clock()
+    pmap.number_stock()
     pmap.strict = False  # from now on a misconfigured newcomer is refused, not fatal
     return pmap
 
 
 def _state(pmap: PartitionMap) -> tuple[frozenset[int], int]:
     """What counts as progress at start: the online set and the partitions attached."""
-    return frozenset(pmap.online), len(pmap.node_of)
+    return frozenset(pmap.online), len(pmap.node_of) + len(pmap.stock)
 
 
 def _stalled(pmap: PartitionMap, expected: int, idle: float, grace: float) -> bool:
@@ -342,6 +433,11 @@ def check_found(
     if not missing:
         return
     shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+    if asked == 0 and not allow_missing:
+        raise RuntimeError(
+            f"no node connected to the SuperLink (waited until {waited}): start the "
+            f"SuperNodes (num-supernodes={expected} in simulation) before or with the run"
+        )
     text = (
         f"{len(found)} of num-partitions={expected} partitions answered the partition "
         f"query ({asked} nodes online; waited until {waited}); missing partition ids: {shown}"

@@ -5,13 +5,19 @@ each node reports once, in answer to a ``query`` message sent at start
 (simulation sets it; deployments pass ``--node-config "partition-id=i
 num-partitions=N"`` to each SuperNode).
 
-Message protocol (the project's ClientApp speaks it, and it is what Flower's
-own ``FedAvg`` sends, so the same ClientApp serves both):
+A node without a query handler (a stock ClientApp) is numbered by the fallback rule of
+:meth:`~fl_r2sp.fl.flower.discovery.PartitionMap.number_stock`.
 
-* train request: ``RecordDict({"arrays": ArrayRecord, "config": ConfigRecord})``
-  with config keys ``job`` (per-client job index), ``tag`` and ``cid``;
-* train reply: ``"arrays"`` and ``"metrics"`` (``num-examples``,
-  ``train-loss``, ``compute-s``, ``delay-s``, ``partition-id``, ``job``, ``tag``).
+Message protocol (the project's ClientApp speaks it, and it is what Flower's
+own ``FedAvg`` sends, so any ClientApp written as Flower's templates serves both):
+
+* train request: ``RecordDict({"arrays": ArrayRecord, "config": ConfigRecord})``;
+  the config holds the user's ``train_config`` plus the project's keys
+  :data:`PROJECT_KEYS`: ``job`` (per-client job index), ``tag``, ``cid``
+  (partition id), ``clock``, ``compute-s`` and ``delay-s`` (the modelled timing of the job,
+  which :mod:`fl_r2sp.fl.flower.timed` reports back or sleeps);
+* train reply: ``"arrays"`` and ``"metrics"`` with ``num-examples``; the rest is
+  optional (:mod:`fl_r2sp.fl.flower.replies` states what its absence means).
 """
 
 from __future__ import annotations
@@ -22,16 +28,19 @@ import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
+from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 
+from fl_r2sp.fl.clients.timing import JobTiming
 from fl_r2sp.fl.flower.discovery import PartitionMap, check_found, discover
 from fl_r2sp.fl.flower.node_manifest import Binding
-from fl_r2sp.fl.flower.records import arrays_of, number
+from fl_r2sp.fl.flower.records import named_record
+from fl_r2sp.fl.flower.replies import ReplyContent, read_reply
+from fl_r2sp.fl.flower.replies import mismatch as mismatch
 from fl_r2sp.fl.flower.retry import RetryPolicy, call_with_retry
 from fl_r2sp.fl.protocol import Job, Reply
-from fl_r2sp.fl.server.admission import MISFIT_PREFIX, OFFLINE_PREFIX
+from fl_r2sp.fl.server.admission import OFFLINE_PREFIX
 from fl_r2sp.fl.server.virtual_checks import VirtualTimeError
 from fl_r2sp.models.weights import flatten, unflatten
 
@@ -101,26 +110,34 @@ def discover_partitions(
     return dict(find_partitions(grid, timeout, expected, wait_for_all, allow_missing).node_of)
 
 
-def mismatch(arrays: Sequence[np.ndarray], template: Sequence[np.ndarray]) -> str | None:
-    """Why ``arrays`` do not fit the model ``template`` (count/shape/dtype), or None."""
-    if len(arrays) != len(template):
-        return f"{len(arrays)} arrays, expected {len(template)}"
-    for i, (a, t) in enumerate(zip(arrays, template, strict=True)):
-        if a.shape != t.shape:
-            return f"array {i} has shape {a.shape}, expected {t.shape}"
-        if a.dtype != t.dtype:
-            return f"array {i} has dtype {a.dtype}, expected {t.dtype}"
-    return None
+#: Config keys the project's strategies put in every train message (a user's
+#: ``train_config`` may not use them: :func:`merge_config` refuses a clash).
+PROJECT_KEYS = ("job", "tag", "cid", "clock", "compute-s", "delay-s")
 
 
-def _count(value: object) -> int:
-    """``num-examples`` as sent: an int when integral, else passed on as is.
+def check_user_config(config: ConfigRecord | None, what: str = "train_config") -> None:
+    """Refuse a user config that uses a key of :data:`PROJECT_KEYS`, naming the key.
 
-    Admission (:mod:`fl_r2sp.fl.server.admission`) rejects a non-integral or
-    out-of-range count with its reason; truncating 2.5 to 2 here would hide it.
+    Raises
+    ------
+    ValueError
+        ``config`` holds a project key.
     """
-    number = float(value)  # type: ignore[arg-type]
-    return int(number) if number.is_integer() else number  # type: ignore[return-value]
+    clash = sorted(set(config or {}) & set(PROJECT_KEYS))
+    if clash:
+        raise ValueError(
+            f"{what} key {clash[0]!r} clashes with a key the strategy sets in every message "
+            f"({', '.join(PROJECT_KEYS)}): rename it in {what} and in the ClientApp"
+        )
+
+
+def merge_config(user: ConfigRecord | None, ours: dict[str, int | float | str]) -> ConfigRecord:
+    """A fresh ConfigRecord: the user's keys, then the project's (:func:`check_user_config`
+    has refused any clash at start)."""
+    merged = ConfigRecord(dict(user or {}))
+    for key, value in ours.items():
+        merged[key] = value
+    return merged
 
 
 class GridTransport:
@@ -153,6 +170,13 @@ class GridTransport:
         that still fails becomes a failed job, a pull that still fails raises.
     liveness_every : float (default: 1.0)
         Seconds between two reads of the online node set.
+    train_config : ConfigRecord or None (default: None)
+        The user's keys, sent in every train message's config beside :data:`PROJECT_KEYS`.
+    timing : JobTiming or None (default: None)
+        The jobs' modelled timing: sent as ``compute-s`` / ``delay-s`` and, under the
+        virtual clock, used for a reply that reports none (:mod:`.replies`).
+    names : sequence of str or None (default: None = Flower's list keys "0", "1", ...)
+        The model's array names (``initial_arrays.keys()``), kept in every message.
     """
 
     def __init__(
@@ -165,7 +189,14 @@ class GridTransport:
         pmap: PartitionMap | None = None,
         retry: RetryPolicy | None = None,
         liveness_every: float = 1.0,
+        train_config: ConfigRecord | None = None,
+        timing: JobTiming | None = None,
+        names: Sequence[str] | None = None,
     ) -> None:
+        self.names = list(names) if names is not None else None
+        check_user_config(train_config)
+        self.train_config = train_config
+        self.timing = timing
         self.grid = grid
         self.template = [np.asarray(a) for a in template]
         self.pmap = pmap
@@ -196,8 +227,13 @@ class GridTransport:
         """Push a train message to the job's node."""
         if job.cid in self._by_cid:
             raise RuntimeError(f"client {job.cid} already has a message in flight")
-        arrays = ArrayRecord(unflatten(job.weights, self.template))
-        config = ConfigRecord({"job": job.index, "tag": job.tag, "cid": job.cid})
+        arrays = named_record(unflatten(job.weights, self.template), self.names)
+        ours: dict[str, int | float | str] = {"job": job.index, "tag": job.tag, "cid": job.cid}
+        ours["clock"] = "virtual" if self.virtual else "wall"
+        if self.timing is not None:
+            ours["compute-s"] = self.timing.compute(job.cid, job.index)
+            ours["delay-s"] = self.timing.delay(job.cid, job.index)
+        config = merge_config(self.train_config, ours)
         node = self.node_of[job.cid]
         if self.pmap is not None and node not in self.pmap.online:
             self._fail(job, f"{OFFLINE_PREFIX}: partition {job.cid} has no live node")
@@ -273,26 +309,35 @@ class GridTransport:
             lost = msg.error.code == ErrorCode.NODE_UNAVAILABLE
             kind = OFFLINE_PREFIX if lost else "client error"
             return Reply(job.cid, job.index, job.tag, None, error=f"{kind}: {msg.error.reason}")
-        try:
-            metrics = msg.content["metrics"]
-            arrays = arrays_of(msg.content)
-            problem = mismatch(arrays, self.template)
-            if problem is not None:
-                error = f"{MISFIT_PREFIX}: {problem}"  # admission files it as rejected
-                return Reply(job.cid, job.index, job.tag, None, error=error)
-            weights = flatten(arrays)
-            return Reply(
-                job.cid,
-                job.index,
-                job.tag,
-                weights,
-                num_examples=_count(metrics["num-examples"]),
-                loss=float(number(metrics, "train-loss", float("nan"))),
-                compute_s=float(number(metrics, "compute-s", 0.0)),
-                delay_s=float(number(metrics, "delay-s", 0.0)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:  # malformed reply: reject, don't crash
-            return Reply(job.cid, job.index, job.tag, None, error=f"malformed reply: {exc!r}")
+        got = read_reply(msg.content, self.template)
+        if isinstance(got, str):  # admission files it as rejected (malformed, shape, dtype)
+            return Reply(job.cid, job.index, job.tag, None, error=got)
+        compute, delay = self._timing_of(job, got)
+        return Reply(
+            job.cid,
+            job.index,
+            job.tag,
+            flatten(got.arrays),
+            num_examples=got.num_examples,  # type: ignore[arg-type]  # admission checks it
+            loss=got.loss,
+            compute_s=compute,
+            delay_s=delay,
+        )
+
+    def _timing_of(self, job: Job, got: ReplyContent) -> tuple[float, float]:
+        """The reply's ``compute-s`` / ``delay-s``, or the rule of :mod:`.replies` for each
+        one absent: the server's model (virtual clock); wall clock, compute NaN (not reported,
+        unused) and delay 0 (no one slept one; the strategy warns at start)."""
+        compute, delay = got.compute_s, got.delay_s
+        if self.virtual and self.timing is not None:
+            if compute is None:
+                compute = self.timing.compute(job.cid, job.index)
+            if delay is None:
+                delay = self.timing.delay(job.cid, job.index)
+        return (
+            float("nan") if compute is None else compute,
+            0.0 if delay is None else delay,
+        )
 
     def forget(self, cid: int) -> None:
         """Stop waiting for ``cid``'s message (timed out)."""

@@ -10,10 +10,11 @@ mapping (a metric or config record, or a plain dict in tests).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-from flwr.app import ArrayRecord, RecordDict
+from flwr.app import Array, ArrayRecord, RecordDict
 
 #: The value type of a Flower ``MetricRecord`` (a dict passed to one must be typed so,
 #: since ``dict`` is invariant: a ``dict[str, float]`` does not type-check).
@@ -53,3 +54,16 @@ def number(record: Mapping[str, object], key: str, default: float | None = None)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"record value {key!r} is a {type(value).__name__}, expected a number")
     return value
+
+
+def named_record(arrays: Sequence[np.ndarray], names: Sequence[str] | None) -> ArrayRecord:
+    """An ``ArrayRecord`` of ``arrays`` under ``names`` (the user's model's keys, e.g. a torch
+    state dict's), so a ClientApp's ``to_torch_state_dict()`` finds its own parameter names;
+    ``names`` None: Flower's list form (keys ``"0"``, ``"1"``, ...)."""
+    if names is None:
+        return ArrayRecord(list(arrays))
+    if len(names) != len(arrays):
+        raise ValueError(f"{len(arrays)} arrays but {len(names)} names")
+    return ArrayRecord(
+        OrderedDict((n, Array(np.asarray(a))) for n, a in zip(names, arrays, strict=True))
+    )

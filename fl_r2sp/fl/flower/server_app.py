@@ -19,6 +19,7 @@ from fl_r2sp.datasets import dataset_info
 from fl_r2sp.fl.clients.runtime import data_for
 from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.flower.heartbeat_guard import retry_heartbeat_5xx
+from fl_r2sp.fl.flower.log_output import ensure_log_output
 from fl_r2sp.fl.flower.run_config_check import check_run_config
 from fl_r2sp.fl.flower.strategy import strategy_for
 from fl_r2sp.fl.server.admission import RunFailed
@@ -28,16 +29,6 @@ from fl_r2sp.models import build_model, resolve_model_name
 from fl_r2sp.models.weights import state_to_arrays, unflatten
 
 app = ServerApp()
-
-
-def _configure_logging() -> None:
-    logger = logging.getLogger("fl_r2sp")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
 
 
 def _record_failed_start(values: dict[str, Any], exc: ValueError) -> None:
@@ -60,7 +51,7 @@ def _record_failed_start(values: dict[str, Any], exc: ValueError) -> None:
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     """Validate the run config, build the initial model, run the strategy."""
-    _configure_logging()
+    ensure_log_output()
     retry_heartbeat_5xx()  # a busy SuperLink's HTTP 500 must not end the run's heartbeat
     # First act: every key, the spec keys (attack, delay ...) and a user's model / dataset
     # import path included, named if bad.
@@ -80,6 +71,7 @@ def main(grid: Grid, context: Context) -> None:
         run_fedavg(grid, cfg, arrays)
         return
     strategy = strategy_for(cfg)
+    strategy.own_model = True  # built here from model/dataset: scored on the test split
     try:
         strategy.start(
             grid=grid, initial_arrays=arrays, num_rounds=cfg.max_updates, timeout=cfg.job_timeout

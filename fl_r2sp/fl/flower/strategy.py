@@ -47,12 +47,20 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Result, Strategy
 
+from fl_r2sp.fl.clients.timing import JobTiming
 from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.flower.discovery import PartitionMap
-from fl_r2sp.fl.flower.grid_transport import GridTransport, find_partitions
+from fl_r2sp.fl.flower.federated_eval import (
+    FederatedEvaluation,
+    aggregate_metrics,
+    check_evaluate_config,
+    record_federated_eval,
+)
+from fl_r2sp.fl.flower.grid_transport import GridTransport, check_user_config, find_partitions
+from fl_r2sp.fl.flower.log_output import ensure_log_output
 from fl_r2sp.fl.flower.node_manifest import read_manifest
 from fl_r2sp.fl.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
-from fl_r2sp.fl.flower.records import MetricValue, arrays_of, number
+from fl_r2sp.fl.flower.records import MetricValue, arrays_of, named_record, number
 from fl_r2sp.fl.flower.retry import RetryPolicy
 from fl_r2sp.fl.policies.aggregation import mean, weighted_mean
 from fl_r2sp.fl.policies.registry import SCHEMES, Scheme
@@ -134,6 +142,12 @@ class EventDrivenStrategy(Strategy):
             c.outlier_warmup,
         )
 
+    #: The model given to :meth:`start` is the project's own (``model`` on ``dataset``,
+    #: built by the project's ServerApp, which sets this): only then, with no
+    #: ``evaluate_fn``, is it scored on the project's test split. False (default): the
+    #: user's model is opaque; nothing of the project's model or data is loaded for it.
+    own_model: bool = False
+
     # pylint: disable=too-many-arguments
     def start(
         self,
@@ -147,33 +161,51 @@ class EventDrivenStrategy(Strategy):
     ) -> Result:
         """Run the scheme event by event until its stop condition.
 
+        Works with any ClientApp written as Flower's templates write it: no query handler
+        needed (nodes are numbered by :meth:`PartitionMap.number_stock`'s rule), replies
+        need only ``arrays`` and metrics ``num-examples`` (:mod:`.replies`).
+
         Parameters
         ----------
         grid : Grid
             The ServerApp's grid.
         initial_arrays : ArrayRecord
-            Initial model.
+            Initial model; any arrays (names, order, shapes and dtypes are kept: a
+            float64 model aggregates in float64).
         num_rounds : int (default: 3)
             Number of global model updates (0 = use the config's stop rules).
         timeout : float (default: 3600)
             ``job-timeout``: wall clock, seconds before an unanswered job counts as
             failed; virtual clock, seconds without any reply before the run stops.
-        train_config, evaluate_config : ConfigRecord, optional
-            Ignored (every knob is in the RunConfig); accepted for API parity.
+            Also bounds the wait for one federated evaluation's replies.
+        train_config : ConfigRecord, optional
+            Sent in every train message's ``config`` with the project's keys
+            (:data:`~fl_r2sp.fl.flower.grid_transport.PROJECT_KEYS`); a clash is
+            refused (``ValueError`` naming the key) before anything is sent.
+        evaluate_config : ConfigRecord, optional
+            Sent in every evaluate message's ``config`` with ``server-round`` (the
+            global-update number; a clash is refused likewise).
         evaluate_fn : callable, optional
-            Flower-style central evaluation ``(version, arrays) -> MetricRecord``
-            with ``accuracy`` and ``loss`` keys; default: the project's test split.
+            Flower-style central evaluation ``(k, arrays) -> MetricRecord`` with
+            ``accuracy`` and ``loss`` keys, k counting the evaluations; default: the
+            project's test split if :attr:`own_model`, else no central evaluation.
 
         Returns
         -------
         Result
-            ``arrays`` = final model; ``evaluate_metrics_serverapp`` = central
-            evaluations keyed by global-update number (accuracy, loss, time);
+            ``arrays`` = final model (the layout of ``initial_arrays``);
+            ``evaluate_metrics_serverapp`` = central evaluations keyed by global-update
+            number (accuracy, loss, time); ``evaluate_metrics_clientapp`` = federated
+            evaluations (run-config ``federated-eval-every``) keyed likewise;
             ``train_metrics_clientapp[final update]`` = run summary figures.
         """
+        ensure_log_output()  # progress lines in a user's app too, as Flower's strategies
+        check_user_config(train_config)  # refused at start, before any message goes out
+        check_evaluate_config(evaluate_config)
         cfg = self.cfg.replace(max_updates=num_rounds) if num_rounds else self.cfg
         cfg = cfg.replace(job_timeout=float(timeout))
         template = initial_arrays.to_numpy_ndarrays()
+        names = list(initial_arrays.keys())  # kept in every message and in the Result
         log.info("Starting %s (%s clock)", type(self).__name__, cfg.clock)
         self.summary()
         virtual = cfg.clock == "virtual"
@@ -183,6 +215,7 @@ class EventDrivenStrategy(Strategy):
         # clock: a lost reply stops the run anyway; a slow upload must not.
         with bounded_object_pulls(None if virtual else OBJECT_WAIT):
             pmap = _find_partitions(grid, cfg, retry)
+            _explain_stock(pmap, cfg)
             # Virtual clock: a TTL of at least Flower's default (12 h), so that queued messages
             # do not expire; the loop's stall timeout (job-timeout) stops a hung run instead.
             # Wall clock with an adaptive job limit (job-timeout-factor): the limit may grow past
@@ -198,10 +231,29 @@ class EventDrivenStrategy(Strategy):
                 # Wall clock only: node loss and re-attachment are real-time events.
                 pmap=None if virtual else pmap,
                 retry=retry,
+                train_config=train_config,
+                timing=JobTiming(cfg),
+                names=names,
             )
-            evaluator = _wrap_evaluate_fn(evaluate_fn, template) if evaluate_fn else None
-            out = run(cfg, transport=transport, initial=flatten(template), evaluator=evaluator)
-        return _to_result(out, template)
+            fed = FederatedEvaluation(
+                grid, pmap.node_of, template, evaluate_config, cfg.job_timeout, retry, names
+            )
+            evaluator = _wrap_evaluate_fn(evaluate_fn, template, names) if evaluate_fn else None
+            out = run(
+                cfg,
+                transport=transport,
+                initial=flatten(template),
+                evaluator=evaluator,
+                own_model=self.own_model,
+                on_evaluate=_fed_hook(fed, cfg.federated_eval_every),
+            )
+            if cfg.federated_eval_every >= 0:
+                last = int(out.history[-1]["version"]) if out.history else 0
+                fed(last, out.weights)
+                record_federated_eval(out.run_dir, fed.results, fed.failed)
+        result = _to_result(out, template, names)
+        result.evaluate_metrics_clientapp.update(fed.results)
+        return result
 
     # -- round-based hooks (one synchronous round over all nodes) --------------------
     def configure_train(
@@ -237,26 +289,23 @@ class EventDrivenStrategy(Strategy):
                 weights=counts,
             )
         )
-        return ArrayRecord(unflatten(flat, arrays[0])), MetricRecord({"train-loss": loss})
+        names = list(ok[0].content["arrays"].keys())
+        return named_record(unflatten(flat, arrays[0]), names), MetricRecord({"train-loss": loss})
 
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """No federated evaluation: the schemes evaluate centrally."""
-        return []
+        """One evaluate message per node, carrying ``arrays`` and ``config``."""
+        config["server-round"] = server_round
+        record = RecordDict({"arrays": arrays, "config": config})
+        return [Message(record, n, MessageType.EVALUATE) for n in grid.get_node_ids()]
 
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
     ) -> MetricRecord | None:
         """Example-weighted mean of the replies' metrics (if any were requested)."""
         ok = [m.content["metrics"] for m in replies if not m.has_error()]
-        if not ok:
-            return None
-        n = np.array([float(number(r, "num-examples")) for r in ok])
-        keys = [k for k in ok[0] if k != "num-examples"]
-        return MetricRecord(
-            {k: float(np.average([float(number(r, k)) for r in ok], weights=n)) for k in keys}
-        )
+        return aggregate_metrics(ok) if ok else None
 
 
 class FLR2SP(EventDrivenStrategy):
@@ -324,14 +373,45 @@ def _find_partitions(grid: Grid, cfg: RunConfig, retry: RetryPolicy) -> Partitio
         raise
 
 
+def _explain_stock(pmap: PartitionMap, cfg: RunConfig) -> None:
+    """Say once what nodes without a query handler (stock ClientApps) mean for this run."""
+    if not pmap.stock:
+        return
+    log.warning(
+        "%d nodes have no query handler (stock ClientApps): numbered in ascending node-id "
+        "order onto the free partition ids; node ids are random per run, so the numbering "
+        "(groups i %% M, device speeds, delays) differs between runs. For reproducible runs "
+        "wrap the ClientApp's train function with fl_r2sp.fl.flower.timed.",
+        len(pmap.stock),
+    )
+    if cfg.clock == "wall" and cfg.delay != "none":
+        log.warning(
+            "wall clock: delay=%r is not applied to those nodes (nobody sleeps it); "
+            "fl_r2sp.fl.flower.timed sleeps it in the ClientApp",
+            cfg.delay,
+        )
+
+
+def _fed_hook(fed: FederatedEvaluation, every: int) -> Callable[[int, float, np.ndarray], None]:
+    """The loop's ``on_evaluate``: federated evaluation every ``every`` global updates."""
+
+    def hook(version: int, now: float, weights: np.ndarray) -> None:
+        if every > 0 and version > 0 and version % every == 0:
+            fed(version, weights)
+
+    return hook
+
+
 def _wrap_evaluate_fn(
-    fn: Callable[[int, ArrayRecord], MetricRecord | None], template: list[np.ndarray]
+    fn: Callable[[int, ArrayRecord], MetricRecord | None],
+    template: list[np.ndarray],
+    names: list[str] | None = None,
 ) -> Callable[[np.ndarray], tuple[float, float]]:
     """Adapt a Flower ``evaluate_fn`` to the loops' ``weights -> (loss, acc)``."""
     calls = {"n": 0}
 
     def evaluator(weights: np.ndarray) -> tuple[float, float]:
-        res = fn(calls["n"], ArrayRecord(unflatten(weights, template)))
+        res = fn(calls["n"], named_record(unflatten(weights, template), names))
         calls["n"] += 1
         res = res or MetricRecord()
         return float(number(res, "loss", np.nan)), float(number(res, "accuracy", np.nan))
@@ -339,8 +419,10 @@ def _wrap_evaluate_fn(
     return evaluator
 
 
-def _to_result(out: RunOutput, template: list[np.ndarray]) -> Result:
-    result = Result(arrays=ArrayRecord(unflatten(out.weights, template)))
+def _to_result(
+    out: RunOutput, template: list[np.ndarray], names: list[str] | None = None
+) -> Result:
+    result = Result(arrays=named_record(unflatten(out.weights, template), names))
     for row in out.history:
         rec: dict[str, MetricValue] = {k: float(v) for k, v in row.items() if k != "version"}
         result.evaluate_metrics_serverapp[int(row["version"])] = MetricRecord(rec)

@@ -65,14 +65,21 @@ def weighted_sum(vectors: Sequence[np.ndarray], coefficients: Sequence[float]) -
     return acc
 
 
+def model_dtype(vectors: Sequence[np.ndarray]) -> type[np.floating]:
+    """The result's dtype: float64 when the first vector is float64 (a float64 model
+    aggregates without a float32 round trip), else float32 (every model of the project)."""
+    first = np.asarray(vectors[0]) if len(vectors) else np.zeros(0, np.float32)
+    return np.float64 if first.dtype == np.float64 else np.float32
+
+
 def mean(vectors: Sequence[np.ndarray]) -> np.ndarray:
-    """Unweighted mean of ``vectors`` (float32), summed in the given order."""
+    """Unweighted mean of ``vectors`` (the model's dtype), summed in the given order."""
     acc = weighted_sum(vectors, [1.0] * len(vectors))
-    return (acc / len(vectors)).astype(np.float32)
+    return (acc / len(vectors)).astype(model_dtype(vectors))
 
 
 def weighted_mean(vectors: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
-    """Mean of ``vectors`` weighted by ``weights`` (e.g. sample counts), float32.
+    """Mean of ``vectors`` weighted by ``weights`` (e.g. sample counts), the model's dtype.
 
     Raises
     ------
@@ -88,7 +95,7 @@ def weighted_mean(vectors: Sequence[np.ndarray], weights: Sequence[float]) -> np
             "use aggregation='mean' or report num_examples from the clients"
         )
     acc = weighted_sum(vectors, weights)
-    return (acc / total).astype(np.float32)
+    return (acc / total).astype(model_dtype(vectors))
 
 
 def coefficients(updates: Sequence[Update], how: AggregationKind) -> list[float]:
@@ -133,7 +140,7 @@ def aggregate(
     if how == "krum":
         picked = krum_select(vectors, knobs.krum_malicious, knobs.krum_select)
         if len(picked) == 1:
-            return np.asarray(vectors[picked[0]], dtype=np.float32).copy()
+            return np.asarray(vectors[picked[0]], dtype=model_dtype(vectors)).copy()
         picked.sort()  # sum in collection order (determinism), whatever the score order
         return weighted_mean([vectors[i] for i in picked], [coefs_of(updates, i) for i in picked])
     return weighted_mean(vectors, coefs)
@@ -145,7 +152,7 @@ def coefs_of(updates: Sequence[Update], index: int) -> float:
 
 
 def mix(weights: np.ndarray, other: np.ndarray, weight: float) -> np.ndarray:
-    """Return ``(1 - weight) * weights + weight * other`` as float32.
+    """Return ``(1 - weight) * weights + weight * other`` in ``weights``' dtype (float32/64).
 
     FL-R²SP's global update is ``mix(w, group_mean, 1 / M)``, ASP's default is
     ``mix(w, w_i, 1 / N')`` and FedAsync's is ``mix(w, w_i, alpha_t)``.
@@ -160,4 +167,4 @@ def mix(weights: np.ndarray, other: np.ndarray, weight: float) -> np.ndarray:
     if np.shape(weights) != np.shape(other):
         raise ValueError(f"cannot mix shapes {np.shape(weights)} and {np.shape(other)}")
     out = (1.0 - weight) * _as64(weights) + weight * _as64(other)
-    return out.astype(np.float32)
+    return out.astype(model_dtype([weights]))

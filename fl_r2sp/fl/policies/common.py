@@ -38,14 +38,16 @@ def check_start_clients(expected: tuple[int, ...], given: Sequence[int]) -> None
 
 
 def as_model(weights: np.ndarray) -> np.ndarray:
-    """Copy ``weights`` into a fresh flat float32 vector (the policy's own copy).
+    """Copy ``weights`` into a fresh flat vector (the policy's own copy): float64 stays
+    float64 (a float64 model aggregates in its own precision), anything else is float32.
 
     Raises
     ------
     ValueError
         If ``weights`` is not one-dimensional or holds non-finite values.
     """
-    arr = np.array(weights, dtype=np.float32, copy=True)
+    wide = np.asarray(weights).dtype == np.float64
+    arr = np.array(weights, dtype=np.float64 if wide else np.float32, copy=True)
     if arr.ndim != 1:
         raise ValueError(
             f"weights must be a flat vector, got shape {arr.shape}; flatten the model first"

@@ -104,7 +104,7 @@ class FedBuffPolicy(ASPPolicy):
     def _step(self, now: float) -> list[Decision]:
         assert self._buffer is not None
         step = self.server_lr * self._buffer / self._buffered
-        self._w = (np.asarray(self._w, np.float64) + step).astype(np.float32)
+        self._w = (np.asarray(self._w, np.float64) + step).astype(self._w.dtype)
         self._version += 1
         size = self._buffered
         self._buffer, self._buffered = None, 0

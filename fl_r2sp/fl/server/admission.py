@@ -44,7 +44,15 @@ from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.protocol import Reply
 
 #: Ledger reasons of updates that arrived and failed admission.
-REJECT_REASONS = ("no-weights", "shape", "dtype", "non-finite", "num-examples", "norm")
+REJECT_REASONS = (
+    "no-weights",
+    "shape",
+    "dtype",
+    "non-finite",
+    "num-examples",
+    "norm",
+    "malformed",
+)
 #: Ledger reasons of jobs that brought no update.
 DROP_REASONS = ("client-error", "timeout", "offline")
 #: Start of the error text of a job the loop gave up waiting for (``LoopBase._timed_out``).
@@ -54,6 +62,9 @@ OFFLINE_PREFIX = "node offline"
 #: Start of the error text of a reply whose arrays do not fit the model (Flower transport): the
 #: arrays cannot be flattened into the model's vector, so the transport rejects them itself.
 MISFIT_PREFIX = "rejected update"
+#: Start of the error text of a reply that lacks required content (Flower transport: no
+#: ``arrays`` record, no ``metrics`` record or no ``num-examples`` in it); the rest names it.
+MALFORMED_PREFIX = "malformed reply"
 
 
 @dataclass(frozen=True)
@@ -145,11 +156,22 @@ class Admission:
         Knobs and partition sizes.
     model_size : int
         Elements of the flat model.
+    dtype : numpy float type (default: np.float32)
+        The flat model's dtype; a reply of another dtype is rejected (``dtype``).
     """
 
-    def __init__(self, params: AdmissionParams, model_size: int) -> None:
+    #: The flat model's dtype by name; float32 (every model of the project, and every
+    #: checkpoint written before float64 models) is the class default, so the state of a
+    #: float32 run is unchanged.
+    dtype_name: str = "float32"
+
+    def __init__(
+        self, params: AdmissionParams, model_size: int, dtype: type[np.floating] = np.float32
+    ) -> None:
         self.params = params
         self.model_size = int(model_size)
+        if np.dtype(dtype) != np.float32:  # kept by name: checkpoints store plain values
+            self.dtype_name = np.dtype(dtype).name
         self.ledger = Ledger()
         self._norms: deque[float] = deque(maxlen=max(1, params.window))
 
@@ -162,8 +184,9 @@ class Admission:
             return Verdict("no-weights", "reply carries no weights")
         if not isinstance(w, np.ndarray) or w.ndim != 1 or w.size != self.model_size:
             return Verdict("shape", f"wrong shape {np.shape(w)}, expected ({self.model_size},)")
-        if w.dtype != np.float32:
-            return Verdict("dtype", f"wrong dtype {w.dtype}, expected float32 (the model's)")
+        if w.dtype.name != self.dtype_name:
+            expected = self.dtype_name
+            return Verdict("dtype", f"wrong dtype {w.dtype}, expected {expected} (the model's)")
         if not np.all(np.isfinite(w)):
             return Verdict("non-finite", "non-finite values (NaN or inf) in the update")
         return self._check_count(reply.cid, reply.num_examples)
@@ -218,6 +241,8 @@ def _error_reason(error: str) -> str:
     """Ledger reason of an error reply."""
     if error.startswith(MISFIT_PREFIX):
         return "dtype" if "dtype" in error else "shape"
+    if error.startswith(MALFORMED_PREFIX):
+        return "malformed"
     if error.startswith(TIMEOUT_PREFIX):
         return "timeout"
     return "offline" if error.startswith(OFFLINE_PREFIX) else "client-error"

@@ -69,13 +69,16 @@ LEGACY_CHECKPOINT = "checkpoint.pkl"
 #: The header's ``kind``: tells our archives from other ``.npz`` files.
 KIND = "fl_r2sp-checkpoint"
 #: Loop attributes rebuilt on resume rather than saved: connections and callables.
-TRANSIENT = frozenset({"transport", "evaluator", "_handlers", "progress", "checkpointer", "clock"})
+TRANSIENT = frozenset(
+    {"transport", "evaluator", "on_evaluate", "_handlers", "progress", "checkpointer", "clock"}
+)
 #: Run-config keys that may differ between a checkpointed run and its resumption: they change
 #: where files go and how jobs are computed, never a result.
 RESUME_FREE = frozenset({
     "resume-from", "checkpoint-every", "run-dir", "plots", "data-dir", "download", "executor",
     "executor-workers", "executor-stack", "executor-conv", "executor-compile",
     "executor-cuda-graphs", "compute-device", "job-timeout", "job-timeout-factor", "node-manifest",
+    "federated-eval-every",  # evaluation only: the trained weights do not depend on it
 })  # fmt: skip
 
 

@@ -154,6 +154,9 @@ class LoopBase:
         self.last_update_at = 0.0  # clock time of the last global update (or of the start)
         self.longest_gap = 0.0  # longest time between two global updates so far
         self._wall0 = time.perf_counter()
+        #: Called as ``(version, time, weights)`` after each evaluation point is recorded
+        #: (the Flower strategies' federated evaluation); None = nothing more.
+        self.on_evaluate: Callable[[int, float, np.ndarray], None] | None = None
         #: Saves the loop's state every k updates (fl_r2sp.fl.server.checkpoint); set by the runner.
         self.checkpointer: StateSaver | None = None
         self.admission = (
@@ -303,6 +306,8 @@ class LoopBase:
             return
         self.history.append(row)
         self.events.record(now, "eval", row)
+        if self.on_evaluate is not None:
+            self.on_evaluate(version, now, weights)
         if self.progress:
             acc_s = (
                 f" acc={row['accuracy']:.4f} loss={row['loss']:.4f}" if "accuracy" in row else ""

@@ -51,6 +51,7 @@ def write_run_dir(
     run_name: str | None = None,
     directory: Path | None = None,
     complete: bool = True,
+    own_data: bool = True,
 ) -> Path:
     """Write config, summary, history, weights, events, traces and plots; return the folder.
 
@@ -71,6 +72,9 @@ def write_run_dir(
     complete : bool (default: True)
         Write the ``COMPLETE`` marker; False for an interrupted run (readers skip its
         folder, and a checkpointed one stays resumable).
+    own_data : bool (default: True)
+        The run trained on the project's data: write ``partition.csv`` (False: a user's
+        model and data, e.g. a stock Flower app's, of which the project knows nothing).
     """
     if directory is None:
         directory = reserve_run_dir(cfg.run_dir, run_name or default_run_name(cfg))
@@ -89,7 +93,7 @@ def write_run_dir(
             text, np.column_stack([times, nbytes]), delimiter=",", header="time,bytes", comments=""
         )
         atomic_write_text(directory / f"trace-{link}.csv", text.getvalue())
-    if not cfg.timing_only:
+    if own_data and not cfg.timing_only:  # a user's model: the project's data is not loaded
         _write_partition(cfg, directory)
     if cfg.plots:
         from fl_r2sp.telemetry.plots import write_run_plots

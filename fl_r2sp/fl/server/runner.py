@@ -16,7 +16,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.fl.clients.timing import JobTiming
 from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.policies.base import Policy
 from fl_r2sp.fl.policies.factory import STRATEGIES, make_policy
@@ -56,6 +57,8 @@ def run(
     write: bool = True,
     progress: bool = True,
     run_name: str | None = None,
+    own_model: bool = True,
+    on_evaluate: Callable[[int, float, np.ndarray], None] | None = None,
 ) -> RunOutput:
     """Run one configuration to its stop condition.
 
@@ -76,6 +79,15 @@ def run(
         Log a line per evaluation and a summary at the end.
     run_name : str or None (default: None)
         Folder name (default: strategy-dataset-seed-timestamp).
+    own_model : bool (default: True)
+        The model is the project's (``model`` on ``dataset``). False (a user's model given
+        as ``initial``, e.g. a stock Flower app's): nothing of the project's model or data
+        is loaded; no central evaluation unless ``evaluator`` is given, no known outlier
+        ids, ``num-examples`` checked only for >= 1, jobs' lower bounds from
+        :class:`~fl_r2sp.fl.clients.timing.JobTiming`.
+    on_evaluate : callable or None (default: None)
+        Called as ``(version, time, weights)`` at each evaluation point (the Flower
+        strategies' federated evaluation).
 
     Raises
     ------
@@ -96,22 +108,28 @@ def run(
     from fl_r2sp.fl.server.evaluation import CentralEvaluator, initial_weights
 
     cfg = _effective(cfg)
+    if not own_model and (transport is None or initial is None):
+        raise ValueError("own_model=False needs the user's transport and initial weights")
     check_user_code(cfg)  # a user's model / dataset path: its contract, before anything runs
     saved = load_checkpoint(cfg) if cfg.resume_from else None  # fails before any training
     # Loading here fails early (before any training) on missing data files.
-    outliers = frozenset() if cfg.timing_only else frozenset(data_for(cfg).partition.outlier_ids)
-    runtime = runtime_for(cfg)
+    project_data = own_model and not cfg.timing_only
+    outliers = frozenset(data_for(cfg).partition.outlier_ids) if project_data else frozenset()
+    # The project's model: its runtime (and the attack spec) is checked before any training.
+    runtime = runtime_for(cfg) if own_model else None
     if transport is None:
         from fl_r2sp.fl.server.executor import make_transport
 
         # Jobs run in this machine; cfg.executor picks how (serial, processes, batched).
+        assert runtime is not None
         transport = make_transport(cfg, runtime)
     clients = transport.clients()
     _check_clients(cfg, clients)
-    weights = initial_weights(cfg) if initial is None else np.asarray(initial, np.float32)
+    weights = initial_weights(cfg) if initial is None else _as_flat_model(initial)
     policy = make_policy(cfg, clients, outliers)
-    if evaluator is None and not cfg.timing_only:
+    if evaluator is None and project_data:
         evaluator = CentralEvaluator(cfg)
+    timing = JobTiming(cfg)
     loop, network = _build_loop(
         cfg,
         policy,
@@ -119,13 +137,15 @@ def run(
         weights,
         evaluator,
         progress,
-        {c: runtime.compute_seconds(c) for c in clients},
+        {c: timing.lower_bound(c) for c in clients},
     )
+    sizes = _partition_sizes(cfg) if own_model else None
     loop.admission = Admission(
-        AdmissionParams.from_config(cfg, _partition_sizes(cfg)), weights.size
+        AdmissionParams.from_config(cfg, sizes), weights.size, weights.dtype.type
     )
     # checkpoint-every / resume-from (fl_r2sp/fl/server/checkpoint.py): the folder to finish.
     directory = attach(cfg, loop, clients, saved, run_name)
+    loop.on_evaluate = on_evaluate
     started = time.perf_counter()
     final, stop = _drive(loop, saved, weights, clients, transport)
     interrupted = stop if isinstance(stop, KeyboardInterrupt) else None
@@ -137,7 +157,9 @@ def run(
             problem = f"the server loop raised {type(stop).__name__}: {stop}"
             out.summary.update(status="failed", failure=problem)
         if write:
-            out.run_dir = write_run_dir(cfg, out, run_name, directory, complete=interrupted is None)
+            out.run_dir = write_run_dir(
+                cfg, out, run_name, directory, interrupted is None, own_data=own_model
+            )
     except Exception:
         if stop is None:
             raise
@@ -194,6 +216,12 @@ def _drive(
         transport.close()
     loop.settle_in_flight()
     return final, stop
+
+
+def _as_flat_model(initial: np.ndarray) -> np.ndarray:
+    """The initial flat model: float64 stays float64 (a float64 user model), else float32."""
+    arr = np.asarray(initial)
+    return arr if arr.dtype == np.float64 else arr.astype(np.float32)
 
 
 def _partition_sizes(cfg: RunConfig) -> dict[int, int] | None:
@@ -281,7 +309,7 @@ def _build_loop(
     network = star_network(cfg.num_partitions, profile)
     loop = VirtualLoop(
         network=network,
-        model_bytes=4 * weights.size,
+        model_bytes=weights.nbytes,  # 4 bytes a value; 8 for a float64 model
         overhead=profile.overhead,
         compute_lb=compute_lb,
         availability=None if cfg.dropout == "none" else make_availability(cfg.dropout),

@@ -162,7 +162,7 @@ class VirtualJobPhases(LoopBase):
         del self.active[cid]
         upd = Update(
             cid=cid,
-            weights=r.weights.astype(np.float32, copy=False),
+            weights=r.weights.astype(self.policy.weights.dtype, copy=False),
             num_examples=int(r.num_examples),
             tag=st.job.tag,
             loss=r.loss,

@@ -226,7 +226,7 @@ class WallLoop(LoopBase):
             assert reply.weights is not None
             upd = Update(
                 reply.cid,
-                reply.weights.astype(np.float32, copy=False),
+                reply.weights.astype(self.policy.weights.dtype, copy=False),
                 int(reply.num_examples),
                 reply.tag,
                 reply.loss,

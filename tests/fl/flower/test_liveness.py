@@ -105,7 +105,7 @@ class FakeGrid:
         if cid in self.misfit:
             arrays = [np.append(arrays[0], np.float32(1.0))]
         metrics = {"num-examples": 10, "train-loss": 0.5}
-        content = {"arrays": grid_transport.ArrayRecord(arrays), "metrics": metrics}
+        content = {"arrays": ArrayRecord(arrays), "metrics": metrics}
         self._ready[mid] = reply(mid, node, content)
         if self.on_train is not None:
             self.on_train(len(self.trained))

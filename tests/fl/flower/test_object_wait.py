@@ -109,6 +109,7 @@ def test_a_wall_clock_run_pulls_every_reply_with_the_bound(
     cfg = RunConfig(
         clock="wall", num_partitions=2, num_groups=1, max_updates=1, timing_only=True,
         plots=False, run_dir=str(tmp_path), node_wait=5.0,
+        federated_eval_every=-1,  # the stand-in grid answers train and query messages only
     )  # fmt: skip
     FLR2SP(cfg).start(grid=grid, initial_arrays=ArrayRecord(TEMPLATE), num_rounds=1, timeout=30)
     assert bounds and set(bounds) == {OBJECT_WAIT}

@@ -1,0 +1,1 @@
+"""numpy-app: a float64 NumPy model in a stock Flower app (a test fixture)."""
