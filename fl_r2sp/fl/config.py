@@ -464,3 +464,18 @@ def _strict_bool(f: dataclasses.Field[Any], value: Any) -> Any:
     if isinstance(f.default, bool) and not isinstance(value, bool) and not words:
         raise ValueError(f"{_k(f.name)}={value!r}: expected true or false")
     return value
+
+
+def _attributes(cls: type) -> str:
+    """A NumPy ``Attributes`` section of ``cls``'s fields, from their defaults and help texts.
+
+    Written from the same metadata as ``--help`` and the run-config keys, so the class's
+    docstring lists every knob with its default without a second copy to keep in step.
+    """
+    lines = ["", "", "Attributes", "----------"]
+    for f in fields(cls):
+        lines += [f"{f.name} : {f.type}, default {f.default!r}", f"    {f.metadata['doc']}"]
+    return "\n".join(lines)
+
+
+RunConfig.__doc__ = (RunConfig.__doc__ or "") + _attributes(RunConfig)

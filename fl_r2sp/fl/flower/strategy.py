@@ -63,6 +63,7 @@ from fl_r2sp.fl.flower.object_wait import OBJECT_WAIT, bounded_object_pulls
 from fl_r2sp.fl.flower.records import MetricValue, arrays_of, named_record, number
 from fl_r2sp.fl.flower.retry import RetryPolicy
 from fl_r2sp.fl.policies.aggregation import mean, weighted_mean
+from fl_r2sp.fl.policies.outlier_rules import outlier_rule
 from fl_r2sp.fl.policies.registry import SCHEMES, Scheme
 from fl_r2sp.fl.server.run_files import write_failed_start
 from fl_r2sp.fl.server.run_output import RunOutput
@@ -128,11 +129,7 @@ class EventDrivenStrategy(Strategy):
             c.ema_weight,
         )
         # Only the knobs of the rule in use: beta means nothing to the relative rule.
-        cut = (
-            f"k={c.outlier_mad_k:g}, floor={c.outlier_mad_floor:g}, cap={c.outlier_cap:g}"
-            if c.outlier_rule == "relative"
-            else f"beta={c.cosine_threshold:.2f}"
-        )
+        cut = outlier_rule(c.outlier_rule, c.scheme_params().outliers).knobs(c.cosine_threshold)
         log.info(
             "\t└── outlier filter %s (rule %s, %s, %d rounds, warm-up %d)",
             c.outlier_filter,
@@ -309,23 +306,68 @@ class EventDrivenStrategy(Strategy):
 
 
 class FLR2SP(EventDrivenStrategy):
-    """FL-R²SP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.flr2sp.FLR2SPPolicy``."""
+    """FL-R²SP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.flr2sp.FLR2SPPolicy``.
+
+    Parameters
+    ----------
+    config : RunConfig or None (default: None = all defaults)
+        Every knob of the scheme, data, emulation and stopping; ``strategy`` is set to
+        this class's scheme.
+    **overrides : Any
+        Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
+    """
 
 
 class BSP(EventDrivenStrategy):
-    """BSP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.bsp.BSPPolicy``."""
+    """BSP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.bsp.BSPPolicy``.
+
+    Parameters
+    ----------
+    config : RunConfig or None (default: None = all defaults)
+        Every knob of the scheme, data, emulation and stopping; ``strategy`` is set to
+        this class's scheme.
+    **overrides : Any
+        Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
+    """
 
 
 class ASP(EventDrivenStrategy):
-    """ASP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.asp.ASPPolicy``."""
+    """ASP as a Flower strategy; its policy is ``fl_r2sp.fl.policies.asp.ASPPolicy``.
+
+    Parameters
+    ----------
+    config : RunConfig or None (default: None = all defaults)
+        Every knob of the scheme, data, emulation and stopping; ``strategy`` is set to
+        this class's scheme.
+    **overrides : Any
+        Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
+    """
 
 
 class FedAsync(EventDrivenStrategy):
-    """FedAsync as a Flower strategy; its policy is ``fl_r2sp.fl.policies.asp.FedAsyncPolicy``."""
+    """FedAsync as a Flower strategy; its policy is ``fl_r2sp.fl.policies.asp.FedAsyncPolicy``.
+
+    Parameters
+    ----------
+    config : RunConfig or None (default: None = all defaults)
+        Every knob of the scheme, data, emulation and stopping; ``strategy`` is set to
+        this class's scheme.
+    **overrides : Any
+        Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
+    """
 
 
 class FedBuff(EventDrivenStrategy):
-    """FedBuff as a Flower strategy; its policy is ``fl_r2sp.fl.policies.fedbuff.FedBuffPolicy``."""
+    """FedBuff as a Flower strategy; its policy is ``fl_r2sp.fl.policies.fedbuff.FedBuffPolicy``.
+
+    Parameters
+    ----------
+    config : RunConfig or None (default: None = all defaults)
+        Every knob of the scheme, data, emulation and stopping; ``strategy`` is set to
+        this class's scheme.
+    **overrides : Any
+        Field overrides applied on top of ``config`` (e.g. ``fraction=0.5``).
+    """
 
 
 #: Scheme name -> Flower class, from the registry (every scheme with a policy).
@@ -336,6 +378,16 @@ STRATEGIES: dict[str, type[EventDrivenStrategy]] = {
 
 def strategy_for(cfg: RunConfig) -> EventDrivenStrategy:
     """The Flower strategy of ``cfg.strategy``, configured by ``cfg``.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration; ``cfg.strategy`` names the scheme.
+
+    Returns
+    -------
+    EventDrivenStrategy
+        A new instance of the scheme's Flower class (:data:`STRATEGIES`) holding ``cfg``.
 
     Raises
     ------

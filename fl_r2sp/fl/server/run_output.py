@@ -29,9 +29,9 @@ class RunOutput:
         Headline figures (final accuracy, avg push/pull/round, outliers ...).
     events : EventLog
         Job rows and policy records.
-    traces : dict
+    traces : dict, default {}
         Server link traces: name -> (interval start times, bytes).
-    run_dir : Path or None
+    run_dir : Path or None, default None
         Where the files were written (None if not written).
     """
 

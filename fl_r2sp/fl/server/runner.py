@@ -89,6 +89,12 @@ def run(
         Called as ``(version, time, weights)`` at each evaluation point (the Flower
         strategies' federated evaluation).
 
+    Returns
+    -------
+    RunOutput
+        The final weights, evaluation history, summary, event log and link traces, and
+        the run directory when ``write`` is True.
+
     Raises
     ------
     ValueError
