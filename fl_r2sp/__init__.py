@@ -11,8 +11,14 @@ Federated mode (Flower strategies that drop into any ServerApp, and the in-proce
     from fl_r2sp import RunConfig, run
     out = run(RunConfig(strategy="fl-r2sp", max_updates=60))
 
-Cluster mode (data-parallel training on torch.distributed) lives in :mod:`fl_r2sp.cluster`
-(``python -m fl_r2sp.cluster --help``).
+Cluster mode (data-parallel training on torch.distributed, :mod:`fl_r2sp.cluster`;
+``python -m fl_r2sp.cluster --help``)::
+
+    from fl_r2sp import train
+    result = train(model="mypkg.job:model", dataset="mypkg.job:data", scheme="r2sp", workers=4)
+
+:func:`~fl_r2sp.cluster.api.train` runs every rank on this machine;
+:func:`~fl_r2sp.cluster.api.run_worker` is the entry of a user's own ``torchrun`` script.
 
 Layout: :mod:`fl_r2sp.fl` (the federated half), :mod:`fl_r2sp.cluster` (the cluster half) and
 the shared blocks :mod:`fl_r2sp.datasets`, :mod:`fl_r2sp.models`, :mod:`fl_r2sp.training`,
@@ -35,6 +41,10 @@ EXPORTS: dict[str, str] = {
     "RunConfig": "fl_r2sp.fl.config",
     "run": "fl_r2sp.fl.server.runner",
     "RunOutput": "fl_r2sp.fl.server.run_output",
+    # cluster mode: a user's own model on torch.distributed (fl_r2sp.cluster)
+    "train": "fl_r2sp.cluster.api",
+    "run_worker": "fl_r2sp.cluster.api",
+    "TrainResult": "fl_r2sp.cluster.api",
 }
 
 __all__ = list(EXPORTS)

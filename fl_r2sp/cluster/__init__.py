@@ -29,27 +29,10 @@ record, rank entry, twin and command-line flags.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from fl_r2sp.cluster.api import TrainResult, make_config, run_worker, train
-    from fl_r2sp.cluster.runtime.launcher import ClusterRunError
-    from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES
-    from fl_r2sp.importpath import ImportPathError
-
-__all__ = [
-    "CLUSTER_SCHEMES",
-    "ClusterRunError",
-    "ImportPathError",
-    "TrainResult",
-    "make_config",
-    "run_worker",
-    "train",
-]
+from fl_r2sp.lazy import lazy_exports
 
 #: Public name -> the module that defines it (imported on first access, PEP 562).
-_HOMES = {
+EXPORTS: dict[str, str] = {
     "TrainResult": "fl_r2sp.cluster.api",
     "make_config": "fl_r2sp.cluster.api",
     "run_worker": "fl_r2sp.cluster.api",
@@ -59,15 +42,6 @@ _HOMES = {
     "ImportPathError": "fl_r2sp.importpath",
 }
 
+__all__ = list(EXPORTS)
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

@@ -78,7 +78,7 @@ def test_the_documents_blocks_equal_what_the_records_give(doc: str) -> None:
 
 def test_no_document_outside_docs_has_a_block() -> None:
     # A block in a file the report does not rewrite would never be refreshed, and its test
-    # would never run. ``notes/`` holds working notes that show the markers as examples.
+    # would never run.
     listed = subprocess.run(
         ["git", "ls-files", "*.md"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
@@ -88,7 +88,6 @@ def test_no_document_outside_docs_has_a_block() -> None:
         rel
         for rel in listed.stdout.split()
         if rel not in DOCS
-        and not rel.startswith("notes/")
         and (REPO / rel).exists()
         and block_names((REPO / rel).read_text(), rel)
     ]

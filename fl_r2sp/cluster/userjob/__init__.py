@@ -40,4 +40,9 @@ the model factory returns an ``nn.Module``, worker 0's data is map-style or iter
 of two examples runs through the model, and the loss returns a scalar tensor. A violation
 raises :class:`~fl_r2sp.importpath.ImportPathError` naming the path and what was wrong (the
 command line exits 2 with it). This package imports no torch until a job is built.
+
+The package only namespaces its modules (:mod:`.job`, :mod:`.builtin`, :mod:`.catalog`,
+:mod:`.batches`).
 """
+
+__all__: list[str] = []
