@@ -38,7 +38,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fl_r2sp.cluster.runtime.local import free_port
+from fl_r2sp.cluster.local import free_port
 from fl_r2sp.cluster.runtime.peer.subgroups import GroupRegistry, SubgroupCache, weighted_allreduce
 
 REGIMES: dict[str, int] = {"cached": 64, "uncached": 0, "leak": -1}

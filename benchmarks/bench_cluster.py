@@ -46,10 +46,10 @@ import torch
 import torch.distributed as dist
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.launcher import launch
 from fl_r2sp.cluster.models import build_cluster_model, param_count
 from fl_r2sp.cluster.runtime.common.protocol import HEADER
 from fl_r2sp.cluster.runtime.common.throttle import TokenBucket, recv_chunked, send_chunked
-from fl_r2sp.cluster.runtime.launcher import launch
 from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.telemetry import read_rows
 

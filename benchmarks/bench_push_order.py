@@ -45,7 +45,7 @@ def _figures(rows: list[dict[str, Any]], waits: int | None) -> dict[str, Any]:
 
 def _real(order: str, seed: int, iterations: int, out: Path) -> tuple[dict[str, Any], Any]:
     from experiments.r2sp_cluster.real.fig8 import fig8_config
-    from fl_r2sp.cluster.runtime.local import run_local
+    from fl_r2sp.cluster.local import run_local
     from fl_r2sp.cluster.schemes import scheme_params
     from fl_r2sp.cluster.telemetry import read_rows
 

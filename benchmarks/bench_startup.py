@@ -8,7 +8,7 @@ Usage::
 Phases, each the best of ``--repeats``:
 
 * ``import torch``, ``import torch.distributed`` and the rank entry
-  (``fl_r2sp.cluster.runtime.rank``), each in a fresh interpreter (what every rank process or
+  (``fl_r2sp.cluster.rank``), each in a fresh interpreter (what every rank process or
   the forkserver pays once);
 * ``data``: building the worker's dataset (``make_dataset``), in this process;
 * ``model``: building the model (``build_cluster_model``), in this process;
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 IMPORTS = {
     "import torch": "import torch",
     "import torch.distributed": "import torch.distributed",
-    "import rank entry": "import fl_r2sp.cluster.runtime.rank",
+    "import rank entry": "import fl_r2sp.cluster.rank",
 }
 
 
@@ -87,7 +87,7 @@ def _in_process(model: str, repeats: int) -> dict[str, float]:
 
 def _run_local(model: str, workers: int, out: Path) -> dict[str, float]:
     from fl_r2sp.cluster.config import ClusterConfig
-    from fl_r2sp.cluster.runtime.local import run_local
+    from fl_r2sp.cluster.local import run_local
     from fl_r2sp.cluster.schemes import scheme_params
 
     cfg = ClusterConfig(workers=workers, servers=1, scheme=scheme_params("asp"), model=model,

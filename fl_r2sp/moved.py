@@ -37,6 +37,8 @@ MOVED: Mapping[str, str] = MappingProxyType(
         "fl_r2sp.config": "fl_r2sp.fl.config",
         "fl_r2sp.config_checks": "fl_r2sp.fl.config_checks",
         "fl_r2sp.protocol": "fl_r2sp.fl.protocol",
+        # cluster mode's entry modules, moved above the scheme table they read
+        "fl_r2sp.cluster.runtime.rank": "fl_r2sp.cluster.rank",
     }
 )
 

@@ -32,7 +32,7 @@
 # Example: R²SP with 1 PS + 4 workers, the PS link at 200 Mbit/s (25 MB/s) each way; each rank
 # is the cluster mode's torchrun entry started by hand (world size = K = S + N):
 #   sudo scripts/netns_star.sh star 5 1 200mbit -- env OMP_NUM_THREADS=1 .venv/bin/python \
-#       -m fl_r2sp.cluster.runtime.rank --scheme r2sp --workers 4 --servers 1 \
+#       -m fl_r2sp.cluster.rank --scheme r2sp --workers 4 --servers 1 \
 #       --model mlp-wide --dataset synthetic --iterations 6 --run-dir runs/netns
 # (measured once: pushes of 4.9 MB took 0.20 s, i.e. the 25 MB/s cap).
 set -euo pipefail

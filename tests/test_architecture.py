@@ -375,6 +375,23 @@ def test_no_import_against_the_layers() -> None:
     assert not bad, "imports against the layers:\n" + "\n".join(sorted(set(bad)))
 
 
+#: Cluster mode's modules above its runtime: the scheme table and what reads it.
+CLUSTER_ABOVE_RUNTIME = frozenset(
+    f"fl_r2sp.cluster.{m}" for m in ("schemes", "cli", "rank", "launcher", "local", "api")
+)
+
+
+def test_the_cluster_runtime_imports_nothing_above_it() -> None:
+    bad = [
+        f"{e.file}:{e.line} imports {e.dst}"
+        for e in repo_edges()
+        if e.src.startswith("fl_r2sp.cluster.runtime.")
+        and e.src != "fl_r2sp.cluster.runtime.rank"  # the deprecation shim of the old entry
+        and e.dst in CLUSTER_ABOVE_RUNTIME
+    ]
+    assert not bad, "cluster runtime modules importing the layer above:\n" + "\n".join(bad)
+
+
 def test_lazy_export_tables_are_read_as_edges() -> None:
     edges = [e for e in repo_edges() if e.src == "fl_r2sp" and e.function == "EXPORTS"]
     assert {e.dst for e in edges} >= {"fl_r2sp.fl.flower.strategy", "fl_r2sp.fl.config"}

@@ -52,9 +52,9 @@ from typing import Any
 from experiments.dssync.twin import METHODS, PAPER, twin_times, verdict
 from experiments.dssync.twin import scenario as twin_scenario
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.policies.dssync.regroup import DSSyncParams
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig, scenario
-from fl_r2sp.cluster.runtime.local import run_local
 
 #: Our scheme names -> the paper's method names (METHODS); "dssync-static": ablation.
 SCHEMES = {"allreduce": "AR", "hierarchical": "Hier. AR", "gossip": "Gossip", "dssync": "DS-Sync"}

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.policies.reduce import ReduceParams
-from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 
 SCHEMES = ("allreduce", "partial", "selective")

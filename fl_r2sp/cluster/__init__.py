@@ -37,7 +37,7 @@ EXPORTS: dict[str, str] = {
     "make_config": "fl_r2sp.cluster.api",
     "run_worker": "fl_r2sp.cluster.api",
     "train": "fl_r2sp.cluster.api",
-    "ClusterRunError": "fl_r2sp.cluster.runtime.launcher",
+    "ClusterRunError": "fl_r2sp.cluster.launcher",
     "CLUSTER_SCHEMES": "fl_r2sp.cluster.schemes",
     "ImportPathError": "fl_r2sp.importpath",
 }

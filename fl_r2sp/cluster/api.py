@@ -109,7 +109,7 @@ def make_config(
         On a bad value or a knob that does not apply to ``scheme`` (the CLI's messages), or a
         factory that is not importable (:class:`~fl_r2sp.importpath.ImportPathError`).
     """
-    from fl_r2sp.cluster.runtime.cli import build_parser, config_from_namespace
+    from fl_r2sp.cluster.cli import build_parser, config_from_namespace
 
     parser = build_parser()
     ns = parser.parse_args([])
@@ -141,7 +141,7 @@ def run(cfg: ClusterRunConfig, start_method: str = "forkserver") -> TrainResult:
     ClusterRunError
         If the run did not end well (its ``summary`` and ``status`` say how).
     """
-    from fl_r2sp.cluster.runtime.launcher import launch
+    from fl_r2sp.cluster.launcher import launch
 
     summary = launch(cfg, start_method=start_method)
     return TrainResult(summary, Path(summary["run_dir"]))
@@ -192,8 +192,8 @@ def run_worker(
     them fails, so under torchrun a lost worker ends that node's part of the job whatever the
     scheme's own rule (``docs/cluster.md``).
     """
-    from fl_r2sp.cluster.runtime.local import base_of
-    from fl_r2sp.cluster.runtime.rank import run_rank
+    from fl_r2sp.cluster.local import base_of
+    from fl_r2sp.cluster.rank import run_rank
     from fl_r2sp.cluster.userjob.job import check_job
 
     cfg, _ = make_config(model, dataset, scheme=scheme, loss=loss, evaluate=evaluate, **knobs)

@@ -1,7 +1,7 @@
 """Configuration of a cluster-mode run: one frozen dataclass, validated before any rank starts.
 
 The launcher (``python -m fl_r2sp.cluster``) builds a :class:`ClusterConfig` from the command
-line (:mod:`fl_r2sp.cluster.runtime.cli`), calls :meth:`ClusterConfig.validate` and only then
+line (:mod:`fl_r2sp.cluster.cli`), calls :meth:`ClusterConfig.validate` and only then
 starts the ranks, so bad input (more parameter servers than parameters, an unknown scheme, a
 relaxation factor outside [0, 1], a batch size below 1, ...) fails at once with a message that
 names the flag. Every rank re-validates the same configuration when it starts (a ``torchrun``

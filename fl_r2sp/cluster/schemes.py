@@ -5,8 +5,8 @@ config, rank entry), a PS scheme's play function, its virtual-time twin and its 
 flags (its family's shared flags, and a PS record's own ``add_flags`` / ``from_flags``); the
 policy builder of a parameter-server scheme is its record's
 :meth:`~fl_r2sp.cluster.policies.common.params.PSParams.policy`.
-The CLI (:mod:`fl_r2sp.cluster.runtime.cli`: ``--scheme`` choices, help groups, flag
-ownership), the rank entry (:func:`fl_r2sp.cluster.runtime.rank.run_rank`) and the config
+The CLI (:mod:`fl_r2sp.cluster.cli`: ``--scheme`` choices, help groups, flag
+ownership), the rank entry (:func:`fl_r2sp.cluster.rank.run_rank`) and the config
 reader (:attr:`Family.read`) all read :data:`CLUSTER_SCHEMES`; none of them names a scheme.
 
 Adding a parameter-server scheme: its policy and record in ``policies/ps/<scheme>.py`` (the

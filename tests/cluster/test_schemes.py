@@ -12,11 +12,11 @@ from typing import ClassVar, Self
 
 import pytest
 
+from fl_r2sp.cluster.cli import build_parser, parse
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.common.base import ApplyMode, Permission, PushReport
 from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.policies.common.trace import TracedPolicy
-from fl_r2sp.cluster.runtime.cli import build_parser, parse
 from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES, PS_FAMILY, names_of, ps_row, scheme
 from fl_r2sp.cluster.sim import TwinSpec
 

@@ -87,9 +87,7 @@ def test_no_document_outside_docs_has_a_block() -> None:
     outside = [
         rel
         for rel in listed.stdout.split()
-        if rel not in DOCS
-        and (REPO / rel).exists()
-        and block_names((REPO / rel).read_text(), rel)
+        if rel not in DOCS and (REPO / rel).exists() and block_names((REPO / rel).read_text(), rel)
     ]
     assert not outside, f"generated blocks outside experiments.blocks.DOCS: {outside}"
 

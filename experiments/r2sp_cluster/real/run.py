@@ -1,6 +1,6 @@
 """Cluster mode, small real runs on CPU: Figs. 8, 11 and 14 of the R²SP paper in miniature.
 
-Real training through the cluster runtime (``fl_r2sp.cluster.runtime.local.run_local``: every
+Real training through the cluster runtime (``fl_r2sp.cluster.local.run_local``: every
 rank a process of this machine, gloo on loopback), so statistical efficiency (iterations to a
 loss target) and overall efficiency (time to it) are measured, not modelled. Sizes are the
 CPU's, not the paper's (the twin, ``python -m experiments.r2sp_cluster.twin.run``, covers the

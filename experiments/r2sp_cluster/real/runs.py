@@ -109,7 +109,7 @@ def cached_run(out: Path, label: str, cfg: ClusterConfig, fresh: bool = False) -
     The record (``<out>/_runs/<label>-<key>.json``) holds the configuration, the runtime's
     summary and :func:`analyse`'s measures; the run folder is kept under ``<out>/_rundirs``.
     """
-    from fl_r2sp.cluster.runtime.local import run_local
+    from fl_r2sp.cluster.local import run_local
 
     path = out / "_runs" / f"{label}-{run_key(cfg)}.json"
     # The current code under any of its names (a pure move of files keeps the code).

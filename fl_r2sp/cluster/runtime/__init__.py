@@ -1,9 +1,11 @@
 """The real cluster runtime on torch.distributed (gloo): parameter servers, workers, coordinator.
 
-Entry modules here: :mod:`.rank` (entry of one rank; ``torchrun -m
-fl_r2sp.cluster.runtime.rank``: it looks the scheme up in :mod:`fl_r2sp.cluster.schemes`),
-:mod:`.launcher` (the one command's launcher: checks, then :mod:`.local`), :mod:`.local`
-(all ranks as plain processes under a supervisor, no elastic agent), :mod:`.cli` (flags).
+The entry modules sit one level up, above the scheme table they read:
+:mod:`fl_r2sp.cluster.rank` (entry of one rank; ``torchrun -m fl_r2sp.cluster.rank``),
+:mod:`fl_r2sp.cluster.launcher` (the one command's launcher: checks, then
+:mod:`fl_r2sp.cluster.local`, all ranks as plain processes under a supervisor, no elastic
+agent) and :mod:`fl_r2sp.cluster.cli` (flags). Nothing here imports them or
+:mod:`fl_r2sp.cluster.schemes` (``tests/test_architecture.py`` checks it).
 
 Packages by scheme family: ``ps/`` (shards, servers, the coordinator thread, Algorithm 1's
 worker, rank 0's leader, the PS rank entry), ``osp/`` (OSP's roles on the PS runtime),
@@ -20,8 +22,8 @@ Fault behaviour (also in the README, "Cluster mode"):
   (``policy.on_worker_lost``) and the others continue, as partial and selective reduce and
   DS-Sync do;
 * a parameter server that dies: the workers that notice set the fatal key and the run ends
-  with an error naming it; rank 0 lost: the one-command supervisor (:mod:`.local`) stops the
-  others and the run fails naming it;
+  with an error naming it; rank 0 lost: the one-command supervisor
+  (:mod:`fl_r2sp.cluster.local`) stops the others and the run fails naming it;
 * under torchrun (several machines) each node's elastic agent still stops its own ranks when
   one of them fails; a whole node that vanishes is what the survivors see as lost peers.
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from fl_r2sp.cluster.__main__ import main
-from fl_r2sp.cluster.runtime.cli import parse
+from fl_r2sp.cluster.cli import parse
 from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT
 from fl_r2sp.cluster.telemetry import read_rows
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fl_r2sp.cluster.runtime.local import free_port
+from fl_r2sp.cluster.local import free_port
 
 HANG_S = 400.0
 
@@ -25,7 +25,7 @@ def test_two_torchrun_agents_on_loopback_train_one_job(tmp_path: Path) -> None:
     torchrun = str(Path(sys.executable).with_name("torchrun"))
     agent = [torchrun, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
              "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--rdzv-id", uuid.uuid4().hex[:8],
-             "--max-restarts", "0", "-m", "fl_r2sp.cluster.runtime.rank",
+             "--max-restarts", "0", "-m", "fl_r2sp.cluster.rank",
              "--scheme", "asp", "--workers", "3", "--servers", "1", "--model", "mlp",
              "--dataset", "synthetic", "--iterations", "5", "--batch-size", "8",
              "--timeout", "30", "--run-timeout", "120", "--progress", "0", "--no-plots",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fl_r2sp.cluster.runtime.local import free_port
+from fl_r2sp.cluster.local import free_port
 from tests.cluster.userjob import job
 
 HANG_S = 400.0

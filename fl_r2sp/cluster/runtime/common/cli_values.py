@@ -1,6 +1,6 @@
 """Flag value parsers and run-line pieces shared by the cluster CLI's scheme families.
 
-:mod:`fl_r2sp.cluster.runtime.cli` and the families' ``cli`` modules read
+:mod:`fl_r2sp.cluster.cli` and the families' ``cli`` modules read
 comma-separated numbers the same way (:func:`parse_floats`) and the two serverless families
 name their link caps the same way in their one-line run description (:func:`links_text`).
 A module of its own because the scheme table imports the family modules and the CLI imports

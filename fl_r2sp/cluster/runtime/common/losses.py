@@ -1,7 +1,7 @@
 """Loss of a rank by evidence: the process exit the supervisor sees, published at once.
 
 A rank that dies (SIGKILL, a crash, an ``os._exit``) is seen first by whoever started it: the
-one-command supervisor (:mod:`fl_r2sp.cluster.runtime.local`) notices the exit within a tenth
+one-command supervisor (:mod:`fl_r2sp.cluster.local`) notices the exit within a tenth
 of a second and sets :func:`exited_key` of that rank in the job's store (:class:`ExitPublisher`)
 with ``{"rank", "name", "detail", "evidence": "process exit"}``. Every family reads those
 keys where it waits for a peer:

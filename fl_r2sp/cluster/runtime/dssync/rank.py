@@ -54,7 +54,7 @@ def run_dssync_rank(
 ) -> dict[str, Any] | None:
     """Run one rank; rank 0 returns the run summary, the others None.
 
-    Parameters as :func:`fl_r2sp.cluster.runtime.rank.run_rank`; ``config`` is a
+    Parameters as :func:`fl_r2sp.cluster.rank.run_rank`; ``config`` is a
     :class:`DSSyncRunConfig` or its :meth:`~DSSyncRunConfig.to_dict` (``WORLD_SIZE`` must equal
     the number of workers).
 

@@ -42,7 +42,7 @@ def run_reduce_rank(
 ) -> dict[str, Any] | None:
     """Run one rank; rank 0 returns the run summary, the others None.
 
-    Parameters as :func:`fl_r2sp.cluster.runtime.rank.run_rank`; ``config`` is a
+    Parameters as :func:`fl_r2sp.cluster.rank.run_rank`; ``config`` is a
     :class:`ReduceRunConfig` or its :meth:`~ReduceRunConfig.to_dict` (``WORLD_SIZE`` must
     equal the number of workers).
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 import torch.distributed as dist
 
+from fl_r2sp.cluster.local import free_port
 from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common.losses import (
     CLOSED,
@@ -22,7 +23,6 @@ from fl_r2sp.cluster.runtime.common.losses import (
     exited_key,
     wait_works,
 )
-from fl_r2sp.cluster.runtime.local import free_port
 
 
 @pytest.fixture

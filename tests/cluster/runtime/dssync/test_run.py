@@ -16,11 +16,11 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.policies.dssync.regroup import DSSyncParams
 from fl_r2sp.cluster.policies.reduce import ReduceParams
 from fl_r2sp.cluster.runtime.dssync.config import DSSyncRunConfig
-from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, worker_seed
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 

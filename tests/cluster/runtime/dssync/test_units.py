@@ -156,7 +156,7 @@ def test_cli_builds_a_scenario_and_refuses_misplaced_flags() -> None:
 
 
 def test_the_cluster_command_line_starts_the_dssync_family() -> None:
-    from fl_r2sp.cluster.runtime.cli import parse
+    from fl_r2sp.cluster.cli import parse
 
     cfg, _ = parse(["--scheme", "gossip", "--workers", "4", "--model", "mlp", "--dataset",
                     "synthetic", "--scenario", "S3", "--link-rate", "10"])  # fmt: skip

@@ -18,10 +18,10 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.policies.osp.params import OSPParams
 from fl_r2sp.cluster.policies.osp.reference import run_osp_reference
-from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, worker_seed
 from fl_r2sp.cluster.schemes import scheme_params
 
@@ -175,7 +175,7 @@ def test_final_model_of_an_osp_run_equals_the_workers(tmp_path: Path) -> None:
 
 
 def test_osp_flags_reach_the_scheme_knobs() -> None:
-    from fl_r2sp.cluster.runtime.cli import parse
+    from fl_r2sp.cluster.cli import parse
 
     cfg, _ = parse(["--scheme", "osp-c", "--workers", "3", "--servers", "2", "--model", "mlp",
                     "--dataset", "synthetic", "--osp-no-lgp", "--osp-selection", "topk",

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.local import run_local
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.runtime.ps.shard import ShardState
 from fl_r2sp.cluster.schemes import scheme_params
 

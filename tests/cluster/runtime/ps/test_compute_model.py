@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from fl_r2sp.cluster.cli import parse
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.cli import parse
-from fl_r2sp.cluster.runtime.local import run_local
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.runtime.ps import compute_model
 from fl_r2sp.cluster.schemes import scheme_params
 

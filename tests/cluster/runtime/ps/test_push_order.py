@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.local import run_local
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.schemes import scheme_params
 
 SCRIPT = ((0.3, 3.0), (0.6, 0.1), (1.2, 0.1))

@@ -1,5 +1,5 @@
 """The real cluster runtime on CPU/gloo: every test starts a small job (tiny MLP, synthetic
-data) as plain processes (:func:`fl_r2sp.cluster.runtime.local.run_local`), bounded by the
+data) as plain processes (:func:`fl_r2sp.cluster.local.run_local`), bounded by the
 run's timeouts, except the last two, which go through the one-command launcher (its
 supervision of lost ranks: ``tests/cluster/runtime/test_one_command.py``)."""
 
@@ -19,8 +19,8 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.models import batch_loss, build_cluster_model
-from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.ps.server import KILL_SERVER_ENV
 from fl_r2sp.cluster.runtime.ps.worker import KILL_ENV, worker_seed
 from fl_r2sp.cluster.schemes import scheme_params

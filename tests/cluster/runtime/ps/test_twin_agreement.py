@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.policies.common.params import PSParams
 from fl_r2sp.cluster.policies.ps.r2sp import R2SPParams
-from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.schemes import scheme_params
 from fl_r2sp.cluster.sim import TwinSpec, simulate
 

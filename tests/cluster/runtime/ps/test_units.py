@@ -9,10 +9,10 @@ import math
 import pytest
 import torch
 
+from fl_r2sp.cluster.cli import build_parser, config_from_namespace
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.policies.ps.safa import SAFAParams
 from fl_r2sp.cluster.policies.ps.ssp import SSPParams
-from fl_r2sp.cluster.runtime.cli import build_parser, config_from_namespace
 from fl_r2sp.cluster.runtime.common import protocol as P
 from fl_r2sp.cluster.runtime.common.convergence import ConvergenceTracker
 from fl_r2sp.cluster.runtime.ps.shard import RunAborted, ShardState
@@ -152,7 +152,7 @@ def test_no_flag_is_a_prefix_of_a_torchrun_flag_and_torchrun_passes_them_through
     clashes = [(o, t) for o in ours for t in theirs if t.startswith(o) and o != "--help"]
     assert clashes == []
     argv = ["--nnodes", "2", "--nproc-per-node", "5", "--rdzv-backend", "c10d", "--rdzv-endpoint",
-            "host:29400", "-m", "fl_r2sp.cluster.runtime.rank", "--scheme", "bsp", "--workers",
+            "host:29400", "-m", "fl_r2sp.cluster.rank", "--scheme", "bsp", "--workers",
             "8", "--servers", "2", "--run-timeout", "9"]  # fmt: skip
     ns = torchrun.parse_args(argv)
     assert ns.training_script_args == argv[argv.index("--scheme") :]

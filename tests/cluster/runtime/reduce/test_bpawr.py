@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.local import run_local
 from fl_r2sp.cluster.policies.reduce import ReduceParams, make_reduce_controller
 from fl_r2sp.cluster.policies.reduce.recorder import replay_inputs
-from fl_r2sp.cluster.runtime.local import run_local
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.sim.reduce.engine import run_reduce_sim
 from fl_r2sp.cluster.sim.reduce.spec import ReduceSimSpec

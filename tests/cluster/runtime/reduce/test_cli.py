@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from fl_r2sp.cluster.__main__ import main
+from fl_r2sp.cluster.cli import parse
 from fl_r2sp.cluster.config import ClusterConfig
-from fl_r2sp.cluster.runtime.cli import parse
 from fl_r2sp.cluster.runtime.reduce.config import ReduceRunConfig
 from fl_r2sp.cluster.schemes import CLUSTER_SCHEMES, REDUCE_FAMILY, families, names_of
 

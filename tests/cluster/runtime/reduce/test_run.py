@@ -20,9 +20,9 @@ from torch import nn
 
 from fl_r2sp.cluster.config import ClusterConfig
 from fl_r2sp.cluster.data import BatchStream, make_dataset
+from fl_r2sp.cluster.local import free_port, run_local
 from fl_r2sp.cluster.models import batch_loss, build_cluster_model
 from fl_r2sp.cluster.policies.reduce import ReduceParams
-from fl_r2sp.cluster.runtime.local import free_port, run_local
 from fl_r2sp.cluster.runtime.peer.subgroups import (
     GroupRegistry,
     SubgroupCache,

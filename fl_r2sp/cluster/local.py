@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import Any
 
 from fl_r2sp.cluster.config import ClusterConfig
+from fl_r2sp.cluster.rank import run_rank
 from fl_r2sp.cluster.runtime.common import names
 from fl_r2sp.cluster.runtime.common.job import EXIT_TIMEOUT, timeout_reason
 from fl_r2sp.cluster.runtime.common.losses import EXIT, ExitPublisher
 from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
 from fl_r2sp.cluster.runtime.common.run_dir import RUN_DIR_ENV, make_run_dir, run_name
-from fl_r2sp.cluster.runtime.rank import run_rank
 
 #: Seconds the supervisor waits beyond ``run_timeout_s`` before it stops every rank.
 KILL_GRACE_S = 90.0
@@ -161,7 +161,7 @@ def run_local(
     run_dir = make_run_dir(base.run_dir, run_name(cfg.scheme_name, sizes, base))
     ctx: Any = mp.get_context(start_method)  # typeshed's BaseContext lacks Process
     if start_method == "forkserver":
-        ctx.set_forkserver_preload(["torch", "fl_r2sp.cluster.runtime.rank"])
+        ctx.set_forkserver_preload(["torch", "fl_r2sp.cluster.rank"])
     out = ctx.SimpleQueue()
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"

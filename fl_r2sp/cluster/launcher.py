@@ -11,15 +11,15 @@ time limit passed, or the run was interrupted. Every ending leaves ``summary.jso
 ``status`` and reason in the run folder.
 
 Across machines the ranks run under torchrun (c10d rendezvous):
-``torchrun ... -m fl_r2sp.cluster.runtime.rank <the same flags>``.
+``torchrun ... -m fl_r2sp.cluster.rank <the same flags>``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fl_r2sp.cluster.local import base_of, run_local
 from fl_r2sp.cluster.runtime.common.run_config import ClusterRunConfig
-from fl_r2sp.cluster.runtime.local import base_of, run_local
 
 
 class ClusterRunError(RuntimeError):
