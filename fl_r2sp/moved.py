@@ -37,8 +37,12 @@ MOVED: Mapping[str, str] = MappingProxyType(
         "fl_r2sp.config": "fl_r2sp.fl.config",
         "fl_r2sp.config_checks": "fl_r2sp.fl.config_checks",
         "fl_r2sp.protocol": "fl_r2sp.fl.protocol",
-        # cluster mode's entry modules, moved above the scheme table they read
+        # cluster mode's entry modules, moved above the scheme table they read (only the
+        # torchrun entry, rank, keeps a shim; the names of all four map for code versions)
         "fl_r2sp.cluster.runtime.rank": "fl_r2sp.cluster.rank",
+        "fl_r2sp.cluster.runtime.cli": "fl_r2sp.cluster.cli",
+        "fl_r2sp.cluster.runtime.launcher": "fl_r2sp.cluster.launcher",
+        "fl_r2sp.cluster.runtime.local": "fl_r2sp.cluster.local",
     }
 )
 

@@ -63,8 +63,8 @@ ALIASES: MappingProxyType[str, Alias] = MappingProxyType(
         # the move-invariant hash).
         "4dab2eefad": Alias(new="c28c6dcdae", tree="50ce0ce", skip=("cluster",)),
         # Cluster items (the whole engine), the same two trees.
-        "48aab8d89c": Alias(new="8550a8e33b", tree="1303bec", skip=()),
-        "e27e6d2fbc": Alias(new="8550a8e33b", tree="50ce0ce", skip=()),
+        "48aab8d89c": Alias(new="cbce251a89", tree="1303bec", skip=()),
+        "e27e6d2fbc": Alias(new="cbce251a89", tree="50ce0ce", skip=()),
     }
 )
 

@@ -21,13 +21,11 @@ from fl_r2sp.datasets import dataset_info
 from fl_r2sp.datasets.federated import FederatedData, federated_data
 from fl_r2sp.emulation.delays import make_delay
 from fl_r2sp.emulation.devices import make_device_model
-from fl_r2sp.emulation.profiles import estimated_iteration_seconds, get_profile
 from fl_r2sp.fl.clients.attacks import AttackPlan
+from fl_r2sp.fl.clients.timing import iteration_seconds
 from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.protocol import Job, Reply
-from fl_r2sp.importpath import is_import_path
 from fl_r2sp.models import build_model, resolve_model_name
-from fl_r2sp.models.user import macs_per_sample
 from fl_r2sp.models.weights import arrays_to_state, flatten, state_to_arrays, unflatten
 from fl_r2sp.training import set_torch_threads, train_local
 
@@ -75,7 +73,7 @@ class ClientRuntime:
         self.model_name = resolve_model_name(self.cfg.model, self.cfg.dataset)
         self.model = build_model(self.model_name, num_classes=self._num_classes(), seed=0)
         self.template = state_to_arrays(self.model)
-        base = self._iteration_seconds()
+        base = iteration_seconds(self.cfg, self.model)  # one rule with the server's JobTiming
         self.device = make_device_model(self.cfg.device, base)
         self.delay = make_delay(self.cfg.delay)
         # Hostile behaviour (attack, attack-fraction): off unless configured; a bad spec
@@ -86,16 +84,6 @@ class ClientRuntime:
 
     def _num_classes(self) -> int:
         return dataset_info(self.cfg.dataset)[1]
-
-    def _iteration_seconds(self) -> float:
-        """Seconds per local iteration: the profile's figure, or for a model it does not
-        list (a user's import path) the profile's MAC fit
-        (:func:`~fl_r2sp.emulation.profiles.estimated_iteration_seconds`)."""
-        profile = get_profile(self.cfg.network)
-        if not is_import_path(self.model_name):
-            return profile.iteration_seconds(self.model_name)
-        shape = dataset_info(self.cfg.dataset)[0]
-        return estimated_iteration_seconds(macs_per_sample(self.model, shape))
 
     def compute_seconds(self, cid: int) -> float:
         """Client ``cid``'s compute time without jitter: device speed x tau (no delay).

@@ -5,21 +5,57 @@ for the client times ``local-iterations`` (times its per-job jitter), plus the d
 model's sample. :class:`~fl_r2sp.fl.clients.runtime.ClientRuntime` reports exactly these
 figures in its replies; the server computes them here for a client that reports none (a
 stock Flower ClientApp), and :mod:`fl_r2sp.fl.flower.timed` lets such a client report them.
-No model is built and no data loaded: the device speed of the registry model named by
-``model`` (the data set's default one unless set) stands for the user's model.
+For a registry model (the data set's default one unless ``model`` names another) no model is
+built and no data loaded: the profile's device speed of that model stands for the user's. For
+a model given by import path, :func:`iteration_seconds` builds it once to count its
+multiply-accumulates (the profile's fit), exactly as the project's ClientApp does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fl_r2sp.emulation.delays import DelayModel, make_delay
 from fl_r2sp.emulation.devices import DeviceModel, make_device_model
-from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.emulation.profiles import estimated_iteration_seconds, get_profile
 from fl_r2sp.fl.config import RunConfig
+from fl_r2sp.importpath import is_import_path
 from fl_r2sp.models import resolve_model_name
 
-__all__ = ["JobTiming"]
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = ["JobTiming", "iteration_seconds"]
+
+
+def iteration_seconds(cfg: RunConfig, model: nn.Module | None = None) -> float:
+    """Seconds per local iteration of ``cfg``'s model on the reference device.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        Reads ``model``, ``dataset`` and ``network``.
+    model : nn.Module or None (default: None)
+        The model already built (a user's import-path model); None = build it when needed.
+
+    Returns
+    -------
+    float
+        The profile's figure for a registry model; for a model given by import path, the
+        profile's fit on its multiply-accumulates per example
+        (:func:`~fl_r2sp.emulation.profiles.estimated_iteration_seconds`).
+    """
+    name = resolve_model_name(cfg.model, cfg.dataset)
+    if not is_import_path(name):
+        return get_profile(cfg.network).iteration_seconds(name)
+    from fl_r2sp.datasets import dataset_info
+    from fl_r2sp.models import build_model
+    from fl_r2sp.models.user import macs_per_sample
+
+    shape, classes = dataset_info(cfg.dataset)
+    built = build_model(name, num_classes=classes, seed=0) if model is None else model
+    return estimated_iteration_seconds(macs_per_sample(built, shape))
 
 
 @dataclass
@@ -38,9 +74,7 @@ class JobTiming:
     delay_model: DelayModel = field(init=False)
 
     def __post_init__(self) -> None:
-        name = resolve_model_name(self.cfg.model, self.cfg.dataset)
-        base = get_profile(self.cfg.network).iteration_seconds(name)
-        self.device = make_device_model(self.cfg.device, base)
+        self.device = make_device_model(self.cfg.device, iteration_seconds(self.cfg))
         self.delay_model = make_delay(self.cfg.delay)
 
     def lower_bound(self, cid: int) -> float:

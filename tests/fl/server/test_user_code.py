@@ -223,9 +223,12 @@ def test_a_dataset_of_pairs_and_an_array_dataset_meet_the_contract() -> None:
 
 
 BAD = [
-    ({"model": "tests.fl.server.no_such_module:build"}, "is not importable"),
+    (
+        {"model": "tests.fl.server.no_such_module:build"},
+        "cannot import 'tests.fl.server.no_such_module'",
+    ),
     ({"model": f"{HERE}:biuld"}, "no attribute 'biuld'"),
-    ({"model": f"{HERE}:NOT_CALLABLE"}, "is a int, not callable"),
+    ({"model": f"{HERE}:NOT_CALLABLE"}, "is a int, not a callable"),
     ({"model": f"{HERE}:"}, "not of the form 'package.module:attribute'"),
     ({"model": f"{HERE}:returns_dict"}, "returned a dict, not a torch.nn.Module"),
     ({"model": f"{HERE}:wrong_logits"}, "expected logits (2, 3)"),
@@ -282,7 +285,7 @@ def test_main_sh_s_check_exits_2_in_a_fresh_process() -> None:
         timeout=300,
     )
     assert proc.returncode == 2, proc.stderr
-    assert f"model '{bad}': no attribute 'biuld'" in proc.stderr
+    assert f"model '{bad}': module '{HERE}' has no attribute 'biuld'" in proc.stderr
 
 
 def test_deploy_local_exits_2_naming_the_path(capsys) -> None:
