@@ -134,6 +134,9 @@ def test_the_cache_takes_a_run_of_an_aliased_version_as_current(
 ) -> None:
     monkeypatch.delenv(provenance.REUSE_ENV, raising=False)
     monkeypatch.setattr(provenance, "code_version", lambda *a, **k: "c28c6dcdae")
+    # The runs an item used are a module-level list: this test's fake run must not leak into
+    # the provenance of items that later tests run in the same process.
+    monkeypatch.setattr(provenance, "_USED", [])
     cfg = build_config("training", "smoke", 0, strategy="bsp", model="mlp")
     key = provenance.run_key(config_key(cfg), "c14c681b59")
     runs = tmp_path / "_runs"
