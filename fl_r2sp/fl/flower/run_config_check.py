@@ -19,6 +19,7 @@ import itertools
 import re
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from flwr.common.config import parse_config_args
@@ -91,7 +92,31 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
     if cfg.node_manifest:
         read_manifest(cfg.node_manifest)  # its errors name the key and the file
     check_user_code(cfg)  # a user's model / dataset import path, against its contract
+    _check_resume(cfg)
     return cfg
+
+
+def _check_resume(cfg: RunConfig) -> None:
+    """Read ``resume-from``'s checkpoint as the ServerApp will (missing, damaged, another
+    configuration, a completed run: named before a deployment starts).
+
+    A relative path that does not exist here is left to the ServerApp, whose working
+    directory may differ from the caller's; an absolute one is checked wherever it is.
+    """
+    if not cfg.resume_from:
+        return
+    where = Path(cfg.resume_from)
+    if not where.is_absolute() and not where.exists():
+        return
+    from fl_r2sp.fl.server.checkpoint import load_checkpoint
+
+    try:
+        load_checkpoint(cfg)
+    except (FileNotFoundError, ValueError) as exc:  # CheckpointError is a ValueError
+        text = str(exc)
+        if not text.startswith("resume-from="):
+            text = f"resume-from={cfg.resume_from!r}: {text}"
+        raise ValueError(f"invalid run config {text}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
