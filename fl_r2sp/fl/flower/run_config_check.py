@@ -18,29 +18,16 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from flwr.common.config import parse_config_args
 
-from fl_r2sp.emulation.availability import make_availability
-from fl_r2sp.emulation.delays import make_delay
-from fl_r2sp.emulation.devices import make_device_model
-from fl_r2sp.emulation.profiles import get_profile
-from fl_r2sp.fl.clients.attacks import parse_attack
+from fl_r2sp.fl.clients.specs import check_specs
 from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.flower.node_manifest import read_manifest
 from fl_r2sp.fl.user_code import check_user_code
-
-#: Spec keys and the parser that must accept their value (the one the run will use).
-_SPECS: dict[str, Callable[[str], object]] = {
-    "attack": parse_attack,
-    "delay": make_delay,
-    "dropout": make_availability,
-    "device": lambda spec: make_device_model(spec, 1.0),
-    "network": get_profile,
-}
-
 
 #: ``flwr run``'s own pattern of one ``key=value`` pair (``flwr.common.config``): the text it
 #: leaves unmatched is dropped there without a word.
@@ -101,31 +88,35 @@ def check_run_config(values: Mapping[str, Any]) -> RunConfig:
         Naming the first bad key (see the module docstring).
     """
     cfg = RunConfig.from_run_config(dict(values))
-    for key, parse in _SPECS.items():
-        value = getattr(cfg, key)
-        try:
-            parse(value)
-        except (ValueError, FileNotFoundError) as exc:
-            text = str(exc)  # the attack parser names its key already
-            if not text.startswith(f"invalid run config {key}"):
-                text = f"invalid run config {key}={value!r}: {text}"
-            raise ValueError(text) from None
-    _check_attack_ids(cfg)
+    check_specs(cfg)  # attack, delay, dropout, device, network; attack ids in range
     if cfg.node_manifest:
         read_manifest(cfg.node_manifest)  # its errors name the key and the file
     check_user_code(cfg)  # a user's model / dataset import path, against its contract
+    _check_resume(cfg)
     return cfg
 
 
-def _check_attack_ids(cfg: RunConfig) -> None:
-    """Every client id an ``attack`` term names lies in ``0 .. num-partitions - 1`` (checked
-    before a deployment starts, not by the ServerApp half a minute in)."""
-    n = cfg.num_partitions
-    for term in parse_attack(cfg.attack):
-        bad = sorted(i for i in term.ids or () if not 0 <= i < n)
-        if bad:
-            raise ValueError(f"invalid run config attack={cfg.attack!r}: client ids {bad} are "
-                             f"outside 0..{n - 1} (num-partitions={n})")  # fmt: skip
+def _check_resume(cfg: RunConfig) -> None:
+    """Read ``resume-from``'s checkpoint as the ServerApp will (missing, damaged, another
+    configuration, a completed run: named before a deployment starts).
+
+    A relative path that does not exist here is left to the ServerApp, whose working
+    directory may differ from the caller's; an absolute one is checked wherever it is.
+    """
+    if not cfg.resume_from:
+        return
+    where = Path(cfg.resume_from)
+    if not where.is_absolute() and not where.exists():
+        return
+    from fl_r2sp.fl.server.checkpoint import load_checkpoint
+
+    try:
+        load_checkpoint(cfg)
+    except (FileNotFoundError, ValueError) as exc:  # CheckpointError is a ValueError
+        text = str(exc)
+        if not text.startswith("resume-from="):
+            text = f"resume-from={cfg.resume_from!r}: {text}"
+        raise ValueError(f"invalid run config {text}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

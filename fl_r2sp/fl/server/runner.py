@@ -25,6 +25,7 @@ import numpy as np
 from fl_r2sp.emulation.availability import make_availability
 from fl_r2sp.emulation.network import Network, star_network
 from fl_r2sp.emulation.profiles import get_profile
+from fl_r2sp.fl.clients.specs import check_specs
 from fl_r2sp.fl.clients.timing import JobTiming
 from fl_r2sp.fl.config import RunConfig
 from fl_r2sp.fl.policies.base import Policy
@@ -116,6 +117,7 @@ def run(
     cfg = _effective(cfg)
     if not own_model and (transport is None or initial is None):
         raise ValueError("own_model=False needs the user's transport and initial weights")
+    check_specs(cfg)  # the spec keys (delay, attack ...), named if bad, before anything runs
     check_user_code(cfg)  # a user's model / dataset path: its contract, before anything runs
     saved = load_checkpoint(cfg) if cfg.resume_from else None  # fails before any training
     # Loading here fails early (before any training) on missing data files.

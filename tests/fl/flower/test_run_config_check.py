@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -79,3 +80,11 @@ def test_well_formed_pairs_pass_whatever_their_quoting() -> None:
     text = "num-groups=2 attack='nan@2,sign-flip@3' delay=\"lognormal(mu=0.1, sigma=0.5)\""
     assert rcc.malformed_tokens(text) == []
     assert rcc.parse_overrides(text)["delay"] == "lognormal(mu=0.1, sigma=0.5)"
+
+
+def test_resume_from_is_checked_before_a_deployment(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="invalid run config resume-from=.*no checkpoint"):
+        rcc.check_run_config({"resume-from": str(tmp_path)})  # an absolute folder, no checkpoint
+    with pytest.raises(ValueError, match="invalid run config resume-from="):
+        rcc.check_run_config({"resume-from": str(tmp_path / "nowhere")})
+    assert rcc.check_run_config({"resume-from": "a/relative/path/not/here"})  # the ServerApp's
