@@ -137,8 +137,10 @@ def _paragraphs(lines: Iterable[str]) -> list[list[str]]:
 
 def quote(report: str, name: str, q: Quote) -> list[str]:
     """The lines of block ``name``: the chosen paragraphs of ``q.heading`` and where from."""
+    # Figures stay in REPORT.md: their paths are relative to the root, not to a quoting doc.
     kept = [p for p in _paragraphs(_section(report, q.heading))
-            if not q.starts or p[0].startswith(q.starts)]  # fmt: skip
+            if (not q.starts or p[0].startswith(q.starts))
+            and not all(line.startswith("![") for line in p)]  # fmt: skip
     if not kept:
         raise BlockError(f"block {name!r}: no paragraph of {q.heading!r} starts with {q.starts}")
     out: list[str] = []
