@@ -2,8 +2,11 @@
 
 The federated half lived at the top of the package (``fl_r2sp.strategies``, ``fl_r2sp.server``,
 ``fl_r2sp.clients``, ``fl_r2sp.flower``, ``fl_r2sp.config``, ``fl_r2sp.config_checks``,
-``fl_r2sp.protocol``) before it got its own folder, :mod:`fl_r2sp.fl`. Each old name is now a
-shim that calls :func:`deprecated_module`: importing it warns (``DeprecationWarning``) and
+``fl_r2sp.protocol``) before it got its own folder, :mod:`fl_r2sp.fl`; cluster mode's entry
+modules moved from ``fl_r2sp.cluster.runtime`` up to ``fl_r2sp.cluster`` (of those only the
+torchrun entry ``rank`` keeps a shim; the others are listed so that code versions see a move,
+not a change). Each old federated name is now a shim that calls :func:`deprecated_module`:
+importing it warns (``DeprecationWarning``) and
 serves every name of the new module; submodules of an old package
 (``fl_r2sp.strategies.flr2sp``) resolve through :class:`MovedFinder` to the *same* module
 objects as their new names, so classes keep one identity (``isinstance`` and checkpoints see
