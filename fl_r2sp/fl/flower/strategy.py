@@ -65,6 +65,7 @@ from fl_r2sp.fl.flower.retry import RetryPolicy
 from fl_r2sp.fl.policies.aggregation import mean, weighted_mean
 from fl_r2sp.fl.policies.outlier_rules import outlier_rule
 from fl_r2sp.fl.policies.registry import SCHEMES, Scheme
+from fl_r2sp.fl.server.loop_base import VersionedEvaluator
 from fl_r2sp.fl.server.run_files import write_failed_start
 from fl_r2sp.fl.server.run_output import RunOutput
 from fl_r2sp.fl.server.runner import run
@@ -458,17 +459,18 @@ def _wrap_evaluate_fn(
     fn: Callable[[int, ArrayRecord], MetricRecord | None],
     template: list[np.ndarray],
     names: list[str] | None = None,
-) -> Callable[[np.ndarray], tuple[float, float]]:
-    """Adapt a Flower ``evaluate_fn`` to the loops' ``weights -> (loss, acc)``."""
-    calls = {"n": 0}
+) -> VersionedEvaluator:
+    """Adapt a Flower ``evaluate_fn`` to the loops' evaluator.
 
-    def evaluator(weights: np.ndarray) -> tuple[float, float]:
-        res = fn(calls["n"], named_record(unflatten(weights, template), names))
-        calls["n"] += 1
-        res = res or MetricRecord()
+    Its ``server_round`` is the global update number of the weights (0: the initial model), the
+    key of the same evaluation in ``Result.evaluate_metrics_serverapp``.
+    """
+
+    def score(version: int, weights: np.ndarray) -> tuple[float, float]:
+        res = fn(version, named_record(unflatten(weights, template), names)) or MetricRecord()
         return float(number(res, "loss", np.nan)), float(number(res, "accuracy", np.nan))
 
-    return evaluator
+    return VersionedEvaluator(score)
 
 
 def _to_result(

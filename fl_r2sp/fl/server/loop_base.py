@@ -42,7 +42,25 @@ class StateSaver(Protocol):
         ...
 
 
-Evaluator = Callable[[np.ndarray], tuple[float, float]]
+@dataclass(frozen=True)
+class VersionedEvaluator:
+    """An evaluator told which global update it scores.
+
+    Flower's ``evaluate_fn(server_round, arrays)`` numbers its calls by round; the loops pass
+    the version (global update number) of the weights they score, so a user's own log keys
+    match ``Result.evaluate_metrics_serverapp`` for any ``eval-every``.
+
+    Attributes
+    ----------
+    score : callable
+        ``score(version, weights) -> (loss, accuracy)``.
+    """
+
+    score: Callable[[int, np.ndarray], tuple[float, float]]
+
+
+#: A plain ``weights -> (loss, accuracy)`` callable, or one told the version it scores.
+Evaluator = Callable[[np.ndarray], tuple[float, float]] | VersionedEvaluator
 
 
 @dataclass
@@ -297,13 +315,16 @@ class LoopBase:
 
     def evaluate(self, now: float, version: int, weights: np.ndarray) -> None:
         """Central evaluation of ``weights``; logs progress, checks convergence."""
+        if self.history and self.history[-1]["version"] == version:
+            return  # already scored (the final update of a run that ends on a schedule)
         row: dict[str, float] = {"version": version, "time": now}
-        if self.evaluator is not None:
-            loss, acc = self.evaluator(weights)
+        ev = self.evaluator
+        if ev is not None:
+            loss, acc = (
+                ev.score(version, weights) if isinstance(ev, VersionedEvaluator) else ev(weights)
+            )
             row.update(loss=loss, accuracy=acc)
         row["wall"] = time.perf_counter() - self._wall0
-        if self.history and self.history[-1]["version"] == version:
-            return
         self.history.append(row)
         self.events.record(now, "eval", row)
         if self.on_evaluate is not None:

@@ -72,6 +72,6 @@ def test_flower_evaluate_fn_is_adapted_to_loss_and_accuracy() -> None:
         return MetricRecord({"accuracy": 0.5, "loss": 1.25})
 
     evaluator = _wrap_evaluate_fn(evaluate_fn, template)
-    assert evaluator(np.arange(3, dtype=np.float32)) == (1.25, 0.5)
-    assert evaluator(np.arange(3, dtype=np.float32)) == (1.25, 0.5)
-    assert seen == [(0, [(2,), (1, 1)]), (1, [(2,), (1, 1)])]
+    assert evaluator.score(0, np.arange(3, dtype=np.float32)) == (1.25, 0.5)
+    assert evaluator.score(7, np.arange(3, dtype=np.float32)) == (1.25, 0.5)
+    assert seen == [(0, [(2,), (1, 1)]), (7, [(2,), (1, 1)])]  # the version it is given

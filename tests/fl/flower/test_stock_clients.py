@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -215,7 +216,9 @@ def test_job_timing_is_what_the_projects_client_reports() -> None:
 
 
 # -- a whole run: every strategy with the stock client -------------------------------
-def _run(name: str, tmp_path: Path, **cfg: object) -> tuple[StockGrid, object, RunConfig]:
+def _run(
+    name: str, tmp_path: Path, evaluate_fn: Callable[..., MetricRecord] | None = None, **cfg: object
+) -> tuple[StockGrid, object, RunConfig]:
     grid = StockGrid([40, 10, 30, 20])
     config = RunConfig(
         num_partitions=4, num_groups=2 if name == "fl-r2sp" else 1, max_updates=4,
@@ -223,7 +226,12 @@ def _run(name: str, tmp_path: Path, **cfg: object) -> tuple[StockGrid, object, R
            "plots": False, **cfg},
     )  # fmt: skip
     result = STRATEGIES[name](config).start(
-        grid, _record(F64), num_rounds=4, timeout=60, train_config=ConfigRecord({"lr": 0.5})
+        grid,
+        _record(F64),
+        num_rounds=4,
+        timeout=60,
+        train_config=ConfigRecord({"lr": 0.5}),
+        evaluate_fn=evaluate_fn,
     )
     return grid, result, config
 
@@ -245,6 +253,20 @@ def test_every_strategy_runs_a_stock_client(name: str, tmp_path: Path) -> None:
     central = result.evaluate_metrics_serverapp  # type: ignore[attr-defined]
     assert sorted(central) == [0, 1, 2, 3, 4]  # every global update, no central scores
     assert "accuracy" not in central[4]  # no evaluate_fn: not the project's test split
+
+
+def test_evaluate_fn_is_called_with_the_update_number_of_the_result(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    def evaluate_fn(server_round: int, arrays: ArrayRecord) -> MetricRecord:
+        seen.append(server_round)
+        return MetricRecord({"accuracy": server_round / 10, "loss": 1.0})
+
+    # Every 3rd of 4 updates: the initial model, update 3 and the final update 4.
+    _, result, _ = _run("fl-r2sp", tmp_path, evaluate_fn=evaluate_fn, eval_every=3)
+    central = result.evaluate_metrics_serverapp  # type: ignore[attr-defined]
+    assert seen == sorted(central) == [0, 3, 4]
+    assert [central[v]["accuracy"] for v in seen] == [0.0, 0.3, 0.4]  # each score under its key
 
 
 def test_federated_evaluation_is_weighted_by_num_examples(tmp_path: Path) -> None:
