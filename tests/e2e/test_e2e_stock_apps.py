@@ -7,7 +7,10 @@
 * the same app on ``scripts/deploy_local.py`` (real SuperLink + 4 SuperNodes, wall clock);
 * ``tests/e2e/numpy_app`` (Flower's NumPy template: a float64 model, no ``evaluate_fn``, no
   ``train_config``) runs every strategy in one ``flwr run``; each float64 aggregate equals
-  the NumPy reference within 1e-12.
+  the NumPy reference within 1e-12;
+* the same NumPy app with ``@timed(app)`` in place of ``@app.train()``: its nodes answer the
+  partition query (none is numbered by node id) and two runs end on the same weights, bit
+  for bit.
 
 The apps' ClientApps record nothing themselves: the test's copy of the example adds one
 Flower mod that writes each message's config to a file (what a user's app receives).
@@ -188,3 +191,31 @@ def test_numpy_app_every_strategy_keeps_float64(sim_env: dict[str, str], tmp_pat
         assert info["keys"] == ["0", "1"]  # the layout of initial_arrays
         (fed,) = info["federated"].values()  # @app.evaluate() on the final model
         assert fed["num-examples"] == 50 + 60 + 70 + 80
+
+
+def test_numpy_app_with_timed_is_numbered_by_partition_and_reproducible(
+    sim_env: dict[str, str], tmp_path: Path
+) -> None:
+    """One changed line in the ClientApp makes a virtual-time run reproducible."""
+    app = tmp_path / "numpy_app"
+    shutil.copytree(NUMPY_APP, app, ignore=shutil.ignore_patterns("outputs", "__pycache__"))
+    client = app / "numpy_app" / "client_app.py"
+    text = client.read_text()
+    assert text.count("@app.train()") == 1
+    text = text.replace("@app.train()", "@timed(app)")
+    text = text.replace(
+        "app = ClientApp()", "from fl_r2sp.fl.flower.timed import timed\n\napp = ClientApp()"
+    )
+    client.write_text(text)
+    weights, logs = [], []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        logs.append(flwr_run(app, sim_env, f"output-dir='{out}' strategies='fl-r2sp,fedasync'"))
+        weights.append(
+            {n: _flat(list(np.load(out / f"{n}.npz").values())) for n in ("fl-r2sp", "fedasync")}
+        )
+    for log in logs:
+        assert "No query function registered" not in log  # every node answered the query
+        assert "numbered partition" not in log  # none fell back to node-id order
+    for name, w in weights[0].items():
+        assert np.array_equal(w, weights[1][name]), name
