@@ -16,13 +16,13 @@ block differs from what the records give. A document places a block with
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from experiments.common import provenance
 from experiments.common.doc_blocks import BlockError, fill
 
 __all__ = ["BLOCKS", "DOCS", "QUOTES", "Quote", "render", "update_docs"]
@@ -177,21 +177,27 @@ def main_job_block(records: Path) -> list[str]:
 
 
 def robustness_block(records: Path) -> list[str]:
-    """The robustness item's summary table, or the command that makes its record."""
-    path = records / "robustness" / "summary.csv"
-    if not path.exists():
+    """The robustness item's table (accuracy / honest clients blacklisted per attack and
+    option, mean over seeds) and which code made its runs, or the command that makes it."""
+    item = records / "robustness"
+    if not (item / "summary.json").exists():
         return [
             "Not on record yet: `OMP_NUM_THREADS=1 python -m experiments.flr2sp.robustness "
             "--scale laptop --seeds 0,1,2` writes `records/results/robustness/`."
         ]
-    with path.open() as fh:
-        rows = list(csv.reader(fh))
+    summary = json.loads((item / "summary.json").read_text())
+    prov_path = item / "provenance.json"
+    prov = json.loads(prov_path.read_text()) if prov_path.exists() else {}
+    seeds = ", ".join(map(str, summary["seeds"]))
     return [
-        "| " + " | ".join(rows[0]) + " |",
-        "|" + "---|" * len(rows[0]),
-        *("| " + " | ".join(r) + " |" for r in rows[1:]),
+        f"Scale `{summary['scale']}`, seeds {seeds}; cell = final accuracy / honest clients "
+        "blacklisted (mean over seeds; *failed*: the run lost too many clients or ended "
+        "non-finite). " + provenance.summarise(prov),
         "",
-        "*Generated from the record `records/results/robustness/summary.csv`.*",
+        *summary["table_md"].rstrip("\n").splitlines(),
+        "",
+        "*Generated from the record `records/results/robustness/` "
+        "(`summary.json`, `provenance.json`).*",
     ]
 
 

@@ -150,16 +150,21 @@ def run_cell(args: Args, seed: int, attack: str, count: int, option: str) -> dic
         done = runs / f"{label}-s{seed}-{provenance.run_key(ckey, version)}.json"
         if done.exists():
             say(f"robustness: {eta.count()} {label} seed {seed}: cached")
-            return {**head, **json.loads(done.read_text())}
+            cached = json.loads(done.read_text())
+            provenance.note_used({**cached, "label": label, "seed": seed})
+            return {**head, **cached}
     started = time.perf_counter()
     try:
         out, failure = run(cfg, write=False, progress=False), None
     except RunFailed as exc:  # the run finished but counts as failed: keep its numbers
         out, failure = exc.output, exc.reason
-    row = outcome(cfg, out, failure)
+    took = time.perf_counter() - started
+    # Stamped like every cached run (code version, commit, when), so the record says which
+    # committed code made each cell.
+    row = provenance.stamp(outcome(cfg, out, failure), ckey, took)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, json.dumps(row).encode())
-    took = time.perf_counter() - started
+    provenance.note_used({**row, "label": label, "seed": seed})
     say(
         f"robustness: {eta.count(took)} {label} seed {seed}: acc {row['final_accuracy']:.3f}, "
         f"rejected {row['rejected']}, false blacklisted {row['false_blacklisted']}"

@@ -119,3 +119,19 @@ def test_a_changed_record_changes_its_block(tmp_path: Path) -> None:
 def test_a_quote_of_a_missing_section_fails() -> None:
     with pytest.raises(BlockError, match="no section"):
         render("table4", "# Report without sections\n", RECORDS)
+
+
+def test_the_robustness_block_gives_the_table_and_the_code_that_made_it(tmp_path: Path) -> None:
+    assert "Not on record yet" in render("robustness-table", "", tmp_path)[0]
+    item = tmp_path / "robustness"
+    item.mkdir()
+    table = "| attack | mean |\n|---|---|\n| none | 0.872 / 0.0 |\n"
+    summary = {"item": "robustness", "scale": "laptop", "seeds": [0, 1], "table_md": table}
+    (item / "summary.json").write_text(json.dumps(summary))
+    run = {"label": "mean-none-0", "code_version": "abc", "git_commit": "1234567890"}
+    runs = [{**run, "seed": 0}, {**run, "seed": 1}]
+    (item / "provenance.json").write_text(json.dumps({"code_version": "abc", "runs": runs}))
+    lines = render("robustness-table", "", tmp_path)
+    assert lines[0].startswith("Scale `laptop`, seeds 0, 1; cell = final accuracy")
+    assert "Runs: 2 by code `abc` (the code the item ran with, commit 1234567)." in lines[0]
+    assert lines[2:5] == table.splitlines()

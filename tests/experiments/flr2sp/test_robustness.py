@@ -49,3 +49,21 @@ def test_table_has_one_row_per_attack_and_a_column_per_option() -> None:
     assert lines[2] == (
         "| sign-flip | 4 | " + " | ".join(["0.812 / 0.5"] * 5) + " | 0.100 / 0.5 failed |"
     )
+
+
+def test_a_cell_is_stamped_and_its_provenance_names_the_code(tmp_path) -> None:
+    import json
+
+    from experiments.common import provenance
+    from experiments.common.run_cache import parse_args
+    from experiments.flr2sp.robustness import run_cell
+
+    args = parse_args(
+        "robustness", "", ["--scale", "smoke", "--seeds", "0", "--out", str(tmp_path)]
+    )
+    fresh = run_cell(args, 0, "sign-flip", 1, "mean")
+    cached = run_cell(args, 0, "sign-flip", 1, "mean")  # from the item's run cache
+    assert fresh == cached and fresh["code_version"] == provenance.code_version()
+    assert fresh["config_key"] and "git_commit" in fresh and fresh["run_seconds"] > 0
+    runs = json.loads(provenance.write_provenance(tmp_path).read_text())["runs"]
+    assert [(r["label"], r["seed"], r["current"]) for r in runs] == [("mean-sign-flip-1", 0, True)]
