@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from fl_r2sp.cluster.policies.common.params import PSParams, check_int
@@ -308,7 +309,7 @@ class ClusterConfig:
             raise ValueError(f"unknown cluster config keys {unknown}")
         kwargs = dict(data)
         if isinstance(kwargs.get("scheme"), dict):
-            knobs = {k: unjson_float(v) for k, v in kwargs["scheme"].items()}
+            knobs = {RENAMED_KNOBS.get(k, k): unjson_float(v) for k, v in kwargs["scheme"].items()}
             record = (records or {}).get(knobs.get("scheme", ""))
             if record is None:
                 known_schemes = sorted(records or {})
@@ -320,6 +321,11 @@ class ClusterConfig:
         if "scripted_compute" in kwargs:
             kwargs["scripted_compute"] = tuple(tuple(t) for t in kwargs["scripted_compute"])
         return cls(**kwargs)
+
+
+#: Scheme knobs under an earlier name -> their name now, so run folders written before a rename
+#: still load (``config.json`` of a cluster run holds the scheme's knobs by name).
+RENAMED_KNOBS: Mapping[str, str] = MappingProxyType({"gap_factor": "worker_gap_factor"})
 
 
 def num_classes_of(dataset: str) -> int:

@@ -66,6 +66,15 @@ def test_config_round_trips_through_json_dict() -> None:
         PS_FAMILY.read({**data, "scheme": {"scheme": "hogwild"}})
 
 
+def test_a_run_folder_written_before_the_r_knob_was_renamed_still_loads() -> None:
+    data = json.loads(json.dumps(_cfg(scheme=scheme_params("r2sp")).to_dict()))
+    knobs = dict(data["scheme"])
+    knobs["gap_factor"] = 0.6  # the name before worker_gap_factor
+    del knobs["worker_gap_factor"]
+    back = PS_FAMILY.read({**data, "scheme": knobs})
+    assert back.scheme.worker_gap_factor == 0.6  # type: ignore[union-attr]
+
+
 def test_the_servers_must_fit_the_parameters_exactly_at_the_limit() -> None:
     _cfg(servers=4810).validate()  # one parameter per shard is allowed
 
