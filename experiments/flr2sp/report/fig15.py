@@ -58,7 +58,7 @@ def note_fig15(d: Summary, _: dict[str, Summary]) -> str:
     gap = [None if asp is None or o is None else 100 * (o - asp) for o in others]
     asp_text = (
         f" ASP (averaging mixing) ends {span(gap, 1, ' points')} below BSP and FL-R²SP "
-        "without the filter."
+        f"without the filter; the paper's severe degradation: {asp_verdict(rows)}."
         if any(g is not None for g in gap)
         else " ASP did not run."
     )
@@ -75,6 +75,37 @@ def note_fig15(d: Summary, _: dict[str, Summary]) -> str:
     )
 
 
+#: The scheme each row is compared with: BSP with the same filter setting.
+BASELINE = {"bsp": "bsp", "fl-r2sp": "bsp"}
+NO_FILTER_BASELINE = "bsp-nofilter"
+
+
+def versus_bsp(rows: list[Summary], r: Summary) -> str:
+    """``r``'s final accuracy minus BSP's with the same filter setting, judged comparable
+    within :data:`experiments.common.verdicts.ACCURACY_TOL` (empty for BSP itself)."""
+    base = one(rows, model=r["model"], scheme=BASELINE.get(r["scheme"], NO_FILTER_BASELINE))
+    if base is None or base is r:
+        return ""
+    seeds = min(r.get("n") or 0, base.get("n") or 0) or None
+    return verdicts.accuracy_verdict(mean(r, "final_accuracy"), mean(base, "final_accuracy"), seeds)
+
+
+def asp_verdict(rows: list[Summary]) -> str:
+    """The paper's "ASP suffers severe degradation", judged by the accuracy rule: reproduced
+    when ASP ends more than the tolerance below BSP without the filter, not reproduced when the
+    two are comparable or ASP ends above."""
+    asp, bsp = one(rows, scheme="asp"), one(rows, scheme=NO_FILTER_BASELINE)
+    same = verdicts.comparable(mean(asp, "final_accuracy"), mean(bsp, "final_accuracy"))
+    if same is None or asp is None:
+        return "n/a"
+    lower = (mean(asp, "final_accuracy") or 0.0) < (mean(bsp, "final_accuracy") or 0.0)
+    word = "reproduced" if not same and lower else "**not reproduced**"
+    return (
+        f"{word} (rule: more than {verdicts.ACCURACY_TOL:g} below BSP without the filter; "
+        f"ASP minus BSP {versus_bsp(rows, asp)})"
+    )
+
+
 def sec_fig15(d: dict) -> list[str]:
     rows = [
         [
@@ -84,10 +115,12 @@ def sec_fig15(d: dict) -> list[str]:
             ms(r, "best_accuracy", 3),
             ms(r, "converged_at", 0),
             str(r.get("n")),
+            versus_bsp(d["table"], r),
         ]
         for r in d["table"]
     ]
-    out = table(["model", "scheme", "final acc", "best acc", "converged at (s)", "seeds"], rows)
+    head = ["model", "scheme", "final acc", "best acc", "converged at (s)", "seeds"]
+    out = table([*head, "final acc minus BSP's (same filter setting)"], rows)
     if "filter_pairs" in d:  # paired by seed (newer summaries)
         return out + ["", *filter_table(d)]
     loss = [
