@@ -148,14 +148,16 @@ def run_all(ns: argparse.Namespace, seeds: Sequence[int], run_dir: Path) -> list
 
 def rescore(root: Path, ns: argparse.Namespace, seeds: Sequence[int]) -> list[Run]:
     """The runs already under ``root`` whose configuration is this command's (rounds, caps
-    draw, estimate, delays) for one of ``seeds``, recognised by their ``config.json``."""
+    draw, estimate, delays) for one of ``seeds``, recognised by their ``config.json``, in the
+    order :func:`run_all` makes them (by seed, then scheme)."""
     runs: list[Run] = []
     for path in sorted(root.glob("*/summary.json")):
         cfg = ReduceRunConfig.from_dict(json.loads((path.parent / "config.json").read_text()))
         want = config(cfg.reduce.scheme, cfg.base.seed, ns, cfg.base.run_dir)
         if cfg.to_dict() == want.to_dict() and cfg.base.seed in seeds:
             runs.append((cfg.reduce.scheme, cfg.base.seed, json.loads(path.read_text())))
-    return runs
+    order = {scheme: k for k, scheme in enumerate(SCHEMES)}
+    return sorted(runs, key=lambda run: (run[1], order.get(run[0], len(order))))
 
 
 def stamp_runs(

@@ -168,7 +168,8 @@ def test_row_reads_the_summary(tmp_path: Path) -> None:
 def test_rescore_keeps_only_runs_of_this_configuration(tmp_path: Path) -> None:
     ns = real.parser().parse_args(["--rounds", "5"])
     for name, scheme, seed, rounds in [("a", "partial", 0, 5), ("b", "selective", 1, 5),
-                                       ("c", "partial", 0, 6), ("d", "partial", 3, 5)]:  # fmt: skip
+                                       ("c", "partial", 0, 6), ("d", "partial", 3, 5),
+                                       ("e", "allreduce", 0, 5)]:  # fmt: skip
         d = tmp_path / name
         d.mkdir()
         other = argparse.Namespace(**{**vars(ns), "rounds": rounds})
@@ -176,7 +177,8 @@ def test_rescore_keeps_only_runs_of_this_configuration(tmp_path: Path) -> None:
         (d / "config.json").write_text(json.dumps(cfg.to_dict()))
         (d / "summary.json").write_text(json.dumps({"name": name}))
     runs = real.rescore(tmp_path, ns, [0, 1])
-    assert [(s, seed, summ["name"]) for s, seed, summ in runs] == [
+    assert [(s, seed, summ["name"]) for s, seed, summ in runs] == [  # run_all's order
+        ("allreduce", 0, "e"),
         ("partial", 0, "a"),
         ("selective", 1, "b"),
     ]
