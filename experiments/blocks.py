@@ -89,6 +89,10 @@ QUOTES: MappingProxyType[str, Quote] = MappingProxyType(
             "Cluster mode: selective reduce against partial and all reduce (simulations)",
             ("All selective-reduce claims",),
         ),
+        "selective-real": Quote(
+            "Cluster mode: selective reduce in the real runtime (CPU)",
+            ("Scale:", "| scheme", "| ratio", "Verdicts:", "Provenance:", "Not run"),
+        ),
         "dssync-real": Quote(
             "DS-Sync in the real runtime (CPU, emulated racks)", ("| scenario", "AR over")
         ),

@@ -1,9 +1,11 @@
-"""The selective-reduce section of REPORT.md, computed from the published simulation files.
+"""The selective-reduce sections of REPORT.md, computed from the published files.
 
 Reads ``records/report/selective/<item>/{runs.csv,claims.csv,*.png}`` (``python -m
 experiments.selective.run --publish records/report/selective``): every claim with its
 verdict as :mod:`experiments.selective.trials` states the rules, and min / median / max over the
-trials. No string literal here holds a figure.
+trials; then the real CPU runs' record ``records/report/selective_real/results.json``
+(``python -m experiments.selective.real``, rendered by
+:mod:`experiments.selective.real_report`). No string literal here holds a figure.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from experiments.common.markdown_cells import cell, md_table, read_csv, tally
 from experiments.selective.cli import TITLES
+from experiments.selective.real_report import real_lines
 from experiments.selective.trials import __doc__ as SELECTIVE_SETUP
 
 #: Columns of a selective item's runs.csv shown as min / median / max (the wait item: its own).
@@ -56,7 +59,8 @@ def item_lines(root: Path, item: str, title: str) -> list[str]:
 
 
 def selective_lines(root: Path) -> list[str]:
-    """The selective-reduce section; ``root`` holds ``selective/`` (``experiments/report``)."""
+    """The selective-reduce sections (simulations, then the real runs); ``root`` holds
+    ``selective/`` and ``selective_real/`` (``records/report``)."""
     setup = SELECTIVE_SETUP or ""
     rules = setup[setup.find("Verdict rules") :].strip() if "Verdict rules" in setup else ""
     claims = [c for item in TITLES for c in read_csv(root / "selective" / item /
@@ -68,7 +72,7 @@ def selective_lines(root: Path) -> list[str]:
         "all-reduce-family controllers run in virtual time (`fl_r2sp.cluster.sim.reduce.engine`, "
         "`python -m experiments.selective.run`); nothing is trained. The setup and our choices are "
         "in `records/report/selective/REPORT.md` and `experiments/selective/trials.py`; "
-        "real runs of the same controllers on this machine are in the README (cluster mode).",
+        "real runs of the same controllers on this machine are in the next section.",
         "",
         rules,
         "",
@@ -77,4 +81,4 @@ def selective_lines(root: Path) -> list[str]:
     ]
     for item, title in TITLES.items():
         lines += item_lines(root, item, title)
-    return lines
+    return [*lines, *real_lines(root)]
