@@ -45,7 +45,7 @@ def test_a_stranger_revoked_by_close_registration_is_refused_not_a_false_alarm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     from fl_r2sp.fl.flower.pki import NodeKey
-    from fl_r2sp.flower.secure_deploy import Intruder
+    from fl_r2sp.fl.flower.secure_deploy import Intruder
 
     dl = load_chaos().dl
     public = tmp_path / "stranger.pub"
