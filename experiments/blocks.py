@@ -55,13 +55,6 @@ QUOTES: MappingProxyType[str, Quote] = MappingProxyType(
         "fl-recorded": Quote("The FL-R²SP items: what is recorded", ("Each item below",)),
         "table4": Quote("Table IV — per-round and convergence time"),
         "fig15": Quote("Fig. 15 — final accuracy per scheme (+ FedBuff)"),
-        "table4-reading": Quote(
-            "Table IV — per-round and convergence time", ("Scale `", "**Per-round time.**")
-        ),
-        "fig15-reading": Quote(
-            "Fig. 15 — final accuracy per scheme (+ FedBuff)",
-            ("| model | scheme | final acc", "**Reading.**"),
-        ),
         "filter-help-laptop": Quote(
             "Making the filter help", ("Runs:", "| partition", "| candidate")
         ),
