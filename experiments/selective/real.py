@@ -189,6 +189,18 @@ def write_record(out: Path, rows: list[dict[str, Any]], args: dict[str, Any],
     return text
 
 
+def seed_list(text: str) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``; anything else is refused by argparse with this message."""
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        msg = f"{text!r}: give comma-separated integers, e.g. 0,1,2"
+        raise argparse.ArgumentTypeError(msg) from None
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{text!r}: a seed appears twice")
+    return seeds
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (defaults in brackets in ``--help``)."""
     raw = argparse.RawDescriptionHelpFormatter
@@ -198,7 +210,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--bw-lambda", type=float, default=0.1, help="λ of the caps [0.1]")
     p.add_argument("--estimate", default="measured", choices=("measured", "known"))
     p.add_argument("--target", type=float, default=1.0, help="loss target [1.0]")
-    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds [0,1,2]")
+    p.add_argument("--seeds", type=seed_list, default="0,1,2",
+                   help="comma-separated seeds [0,1,2]")  # fmt: skip
     p.add_argument("--schemes", default=",".join(SCHEMES))
     p.add_argument("--run-dir", default="", help="parent of the run folders [a temporary one]")
     p.add_argument("--out", default="records/report/selective_real", help="record folder")
@@ -208,12 +221,18 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run (or rescore) the schemes with every seed and write the record under ``--out``."""
-    ns = parser().parse_args(argv)
+    p = parser()
+    ns = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    seeds = [int(s) for s in ns.seeds.split(",")]
+    seeds = ns.seeds
     if ns.rescore:
         root = Path(ns.rescore)
+        if not root.is_dir():
+            p.error(f"--rescore {root}: no such folder (the record is left as it is)")
         runs = rescore(root, ns, seeds)
+        if not runs:
+            p.error(f"--rescore {root}: no run folder of this configuration and --seeds there "
+                    "(the record is left as it is)")  # fmt: skip
         kept = root / "provenance.json"
         prov = {**(json.loads(kept.read_text()) if kept.exists() else {}), "rescored": True}
     else:

@@ -182,3 +182,25 @@ def test_rescore_keeps_only_runs_of_this_configuration(tmp_path: Path) -> None:
         ("partial", 0, "a"),
         ("selective", 1, "b"),
     ]
+
+
+@pytest.mark.parametrize("seeds", ["x", "0,1,1", "0,,1"])
+def test_bad_seeds_are_refused_naming_the_fix(seeds: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as stop:
+        real.parser().parse_args(["--seeds", seeds])
+    assert stop.value.code == 2 and repr(seeds) in capsys.readouterr().err
+
+
+def test_a_rescore_with_nothing_to_score_leaves_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "record"
+    out.mkdir()
+    (out / "results.csv").write_text("kept\n")
+    for where in (tmp_path / "missing", tmp_path):  # no folder; a folder without runs
+        with pytest.raises(SystemExit) as stop:
+            real.main(["--rescore", str(where), "--out", str(out)])
+        assert stop.value.code == 2 and "the record is left as it is" in capsys.readouterr().err
+    assert (out / "results.csv").read_text() == "kept\n" and sorted(out.iterdir()) == [
+        out / "results.csv"
+    ]
